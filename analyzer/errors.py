@@ -1,0 +1,44 @@
+"""Errors cancelwire raises for problems with a user's input or setup.
+
+    CancelwireError
+    ├── InputError        an input cannot be read at all (missing, unknown format, tshark failed)
+    ├── RuleFileError     a rule file in rules/ or --rules DIR is invalid
+    ├── ConfigError       cancelwire.toml / [tool.cancelwire] is invalid
+    └── ToolMissingError  an external tool (tshark) is not installed
+
+Problems inside an input (a bad line, a truncated frame) are never raised: readers yield an
+`Anomaly` and go on. The CLI catches only `CancelwireError`, so a bug still shows a traceback.
+Messages follow "PATH[:LINE|#FRAME]: what is wrong; what to do".
+"""
+
+from __future__ import annotations
+
+
+class CancelwireError(Exception):
+    """Base of every error the CLI reports without a traceback."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message}\n  hint: {self.hint}"
+
+
+class InputError(CancelwireError):
+    def __init__(self, path: str, message: str, hint: str | None = None) -> None:
+        super().__init__(f"{path}: {message}", hint)
+        self.path = path
+
+
+class RuleFileError(CancelwireError):
+    pass
+
+
+class ConfigError(CancelwireError):
+    pass
+
+
+class ToolMissingError(InputError):
+    pass

@@ -1,0 +1,105 @@
+"""Classify one decoded JSON value into JSON-RPC messages, or name what is wrong with it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from analyzer.model import Message, MessageKind
+
+EXCERPT_CHARS = 400
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """A message-level problem; becomes an `Anomaly` with this name."""
+
+    name: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    messages: tuple[Message, ...]
+    problems: tuple[Problem, ...]
+    batch: bool = False
+    """True when the value was a JSON array (a batch, legal only in 2025-03-26)."""
+
+
+def excerpt(text: str | bytes) -> str:
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + f"… ({len(text)} chars)"
+
+
+def decode_text(text: str | bytes) -> Decoded | None:
+    """Parse JSON text; None when it is not JSON at all (the caller names that anomaly)."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return classify(value, excerpt(text))
+
+
+def _valid_id(value: Any) -> bool:
+    return (isinstance(value, str) or isinstance(value, int)) and not isinstance(value, bool)
+
+
+def classify(value: Any, raw_excerpt: str) -> Decoded:
+    if isinstance(value, list):
+        if not value:
+            return Decoded((), (Problem("jsonrpc.empty-batch", "an empty JSON array is not a message"),), True)
+        messages: list[Message] = []
+        problems: list[Problem] = []
+        for item in value:
+            one = _classify_one(item, excerpt(orjson.dumps(item)))
+            if isinstance(one, Message):
+                messages.append(one)
+            else:
+                problems.append(one)
+        return Decoded(tuple(messages), tuple(problems), True)
+    one = _classify_one(value, raw_excerpt)
+    if isinstance(one, Message):
+        return Decoded((one,), ())
+    return Decoded((), (one,))
+
+
+def _classify_one(value: Any, raw_excerpt: str) -> Message | Problem:
+    if not isinstance(value, dict):
+        return Problem("jsonrpc.invalid-message", f"a JSON {type(value).__name__} is not a JSON-RPC message")
+    if value.get("jsonrpc") != "2.0":
+        return Problem("jsonrpc.invalid-message", 'missing or wrong "jsonrpc": "2.0" member')
+    method = value.get("method")
+    has_id = "id" in value
+    msg_id = value.get("id")
+    if has_id and msg_id is not None and not _valid_id(msg_id):
+        return Problem("jsonrpc.invalid-message", f"id must be a string or an integer, got {msg_id!r:.60}")
+    if method is not None:
+        if not isinstance(method, str):
+            return Problem("jsonrpc.invalid-message", "method must be a string")
+        params = value.get("params")
+        payload: Mapping[str, Any] = params if isinstance(params, dict) else {}
+        if not has_id:
+            return Message(MessageKind.NOTIFICATION, None, method, payload, raw_excerpt)
+        return Message(MessageKind.REQUEST, msg_id, method, payload, raw_excerpt, null_id=msg_id is None)
+    has_result = "result" in value
+    has_error = "error" in value
+    if has_result and has_error:
+        return Problem("jsonrpc.result-and-error", "a response carries both result and error")
+    if not has_result and not has_error:
+        return Problem("jsonrpc.invalid-message", "neither a request (method) nor a response (result/error)")
+    if not has_id:
+        return Problem("jsonrpc.invalid-message", "a response without an id member")
+    if has_result:
+        result = value["result"]
+        return Message(
+            MessageKind.RESULT, msg_id, None, result if isinstance(result, dict) else {}, raw_excerpt,
+            null_id=msg_id is None,
+        )
+    error = value["error"]
+    if not isinstance(error, dict) or not isinstance(error.get("code"), int):
+        return Problem("jsonrpc.invalid-message", "error must be an object with an integer code")
+    return Message(MessageKind.ERROR, msg_id, None, error, raw_excerpt, null_id=msg_id is None)
