@@ -1,0 +1,234 @@
+"""An incremental `text/event-stream` parser over bytes (WHATWG HTML §9.2 "event stream interpretation").
+
+Pure: no tshark, no I/O. Feed the de-chunked body of an SSE response as it arrives and get every
+completed event block back, with the byte offsets (in that body) where it started and ended, so the
+caller can tell which packet completed which event.
+
+Differences from a browser's `EventSource`, on purpose, because we audit what was *sent*:
+
+* every block that ends with a blank line is returned, even one a browser would not dispatch (no
+  `data` field: a bare `id:` priming block, a `retry:`, a comment-only keep-alive). `SseEvent.data`
+  is None when the block had no `data` field, and `""` when it had an empty one (the 2025-11-25 priming
+  event: an id and an empty `data`);
+* `id` is the value of the block's own `id` field (None when absent); `last_event_id` is the
+  browser's running "last event ID" after this block;
+* a block larger than `max_event_bytes` keeps its offsets but drops its data (`oversized` is True),
+  so memory stays bounded whatever the server sends.
+
+Line endings `\\r\\n`, `\\r` and `\\n` are all accepted, also when a `\\r\\n` pair is split across two
+`feed` calls. A UTF-8 BOM at the very start of the stream is skipped. Field values are decoded as
+UTF-8 with replacement characters (the spec's decoding), so bad bytes never raise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+BOM = b"\xef\xbb\xbf"
+DEFAULT_MAX_EVENT_BYTES = 16 << 20
+_SEPARATORS = (b"\r", b"\n")
+
+
+@dataclass(frozen=True, slots=True)
+class SseEvent:
+    """One event block (the lines up to and including a blank line)."""
+
+    start: int
+    """Body offset of the block's first byte (after any blank lines before it)."""
+    end: int
+    """Body offset just past the blank line's line ending that ended the block (past the `\\r` of a
+    `\\r\\n`: the block is complete there, the `\\n` may never come)."""
+    event: str
+    """The `event` field; "message" when absent or empty (what `EventSource` dispatches)."""
+    data: str | None
+    """The joined `data` lines (joined with "\\n"); None when the block had no `data` field."""
+    id: str | None
+    """This block's `id` field; None when absent (or when it contained NUL, which the spec ignores)."""
+    last_event_id: str
+    """The running last event id after this block (persists across blocks, as in a browser)."""
+    retry: int | None
+    """This block's `retry` field in milliseconds, when it was all ASCII digits."""
+    comments: tuple[str, ...] = ()
+    """Comment lines (starting with `:`), without the colon."""
+    oversized: bool = False
+    """The block exceeded the size limit; its data was dropped (`data` is None)."""
+
+
+@dataclass(slots=True)
+class PartialEvent:
+    """What was buffered when the stream ended without the blank line that completes a block."""
+
+    start: int
+    raw: bytes
+    """The block's bytes so far (bounded by the size limit)."""
+    data: str | None
+    """The `data` lines seen so far (complete lines only), or None."""
+    event: str
+    id: str | None
+
+
+@dataclass(slots=True)
+class _Block:
+    start: int = -1
+    data: list[str] = field(default_factory=list)
+    has_data: bool = False
+    event: str = ""
+    id: str | None = None
+    retry: int | None = None
+    comments: list[str] = field(default_factory=list)
+    size: int = 0
+    raw: bytearray = field(default_factory=bytearray)
+
+    def empty(self) -> bool:
+        return self.start < 0
+
+
+class SseParser:
+    """Feed bytes with `feed`; call `finish` at the end of the body (or of the capture)."""
+
+    def __init__(self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+        self.max_event_bytes = max_event_bytes
+        self.offset = 0
+        """Body bytes consumed so far (including the BOM)."""
+        self.last_event_id = ""
+        self._line = bytearray()
+        self._line_len = 0
+        self._line_start = 0
+        self._skip_lf = False
+        self._bom_pending = True
+        self._head = b""
+        self._block = _Block()
+
+    def feed(self, data: bytes) -> list[SseEvent]:
+        """Parse `data` (the next body bytes); return the blocks it completed, in order."""
+        out: list[SseEvent] = []
+        if self._bom_pending:
+            data = self._head + data
+            if len(data) < len(BOM) and BOM.startswith(data):
+                self._head = data
+                return out
+            self._bom_pending = False
+            self._head = b""
+            if data.startswith(BOM):
+                self.offset += len(BOM)
+                data = data[len(BOM):]
+            self._line_start = self.offset
+        pos = 0
+        n = len(data)
+        while pos < n:
+            if self._skip_lf:
+                self._skip_lf = False
+                if data[pos] == 0x0A:
+                    pos += 1
+                    self.offset += 1
+                    self._line_start = self.offset
+                    continue
+            cr = data.find(b"\r", pos)
+            lf = data.find(b"\n", pos)
+            ends = [i for i in (cr, lf) if i >= 0]
+            if not ends:
+                self._take(data[pos:])
+                self.offset += n - pos
+                break
+            eol = min(ends)
+            self._take(data[pos:eol])
+            self.offset += eol - pos + 1
+            if data[eol] == 0x0D:
+                self._skip_lf = True
+            pos = eol + 1
+            event = self._line_done()
+            self._line_start = self.offset
+            if event is not None:
+                out.append(event)
+        return out
+
+    def finish(self) -> PartialEvent | None:
+        """The incomplete block at the end of the stream, if any (a browser discards it)."""
+        block = self._block
+        pending_line = bytes(self._line)
+        if block.empty() and self._line_len == 0:
+            return None
+        start = block.start if not block.empty() else self._line_start
+        data = "\n".join(block.data) if block.has_data else None
+        if pending_line.startswith(b"data"):
+            name, value = _split_field(pending_line)
+            if name == "data":
+                data = value if data is None else data + "\n" + value
+        raw = bytes(block.raw) + pending_line
+        self._block = _Block()
+        self._line.clear()
+        self._line_len = 0
+        return PartialEvent(start, raw[: self.max_event_bytes], data, block.event or "message", block.id)
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _take(self, chunk: bytes) -> None:
+        if not chunk:
+            return
+        block = self._block
+        if block.empty():
+            block.start = self._line_start
+        room = self.max_event_bytes - block.size
+        block.size += len(chunk)
+        self._line_len += len(chunk)
+        if room > 0:
+            self._line += chunk[:room]
+
+    def _line_done(self) -> SseEvent | None:
+        line = bytes(self._line)
+        blank = self._line_len == 0
+        self._line.clear()
+        self._line_len = 0
+        block = self._block
+        if blank:
+            # a blank line: dispatch the block, if there is one
+            if block.empty():
+                return None
+            return self._dispatch()
+        block.size += 1
+        if block.size > self.max_event_bytes:
+            return None  # an oversized block: keep counting its bytes, drop its content
+        block.raw += line + b"\n"
+        if line.startswith(b":"):
+            block.comments.append(line[1:].decode("utf-8", "replace").removeprefix(" "))
+            return None
+        name, value = _split_field(line)
+        if name == "data":
+            block.data.append(value)
+            block.has_data = True
+        elif name == "event":
+            block.event = value
+        elif name == "id":
+            if "\x00" not in value:
+                block.id = value
+                self.last_event_id = value
+        elif name == "retry" and value.isascii() and value.isdigit():
+            block.retry = int(value)
+        return None
+
+    def _dispatch(self) -> SseEvent:
+        block = self._block
+        oversized = block.size > self.max_event_bytes
+        self._block = _Block()
+        return SseEvent(
+            start=block.start,
+            end=self.offset,
+            event=block.event or "message",
+            data=None if oversized or not block.has_data else "\n".join(block.data),
+            id=block.id,
+            last_event_id=self.last_event_id,
+            retry=block.retry,
+            comments=tuple(block.comments),
+            oversized=oversized,
+        )
+
+
+def _split_field(line: bytes) -> tuple[str, str]:
+    colon = line.find(b":")
+    if colon < 0:
+        return line.decode("utf-8", "replace"), ""
+    name = line[:colon].decode("utf-8", "replace")
+    value = line[colon + 1:]
+    if value.startswith(b" "):
+        value = value[1:]
+    return name, value.decode("utf-8", "replace")
