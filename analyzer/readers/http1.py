@@ -1,0 +1,289 @@
+"""HTTP/1.1 reassembly of one TCP connection with h11, from the two byte streams of a capture.
+
+The caller feeds the client→server bytes and the server→client bytes, in TCP order, as they appear
+in the capture, and gets back what each feed completed: request heads, finished request bodies,
+response heads, response body pieces and response ends. No I/O, no tshark.
+
+How h11 is used. h11 is a protocol *participant*, not a passive parser, so each message gets a fresh
+`h11.Connection`:
+
+* requests: a server-role connection parses one request; after its `EndOfMessage` the bytes h11 has
+  not consumed (`trailing_data`) start the next server-role connection (keep-alive, pipelining);
+* responses: a client-role connection is told (with `send`) which request it is answering, so h11
+  knows the framing (a response to HEAD has no body, `Connection: close` reads to EOF, ...), then
+  parses that one response. Responses answer requests in order (HTTP/1.1 pipelining), so the
+  response parser always works on the oldest request without a complete response.
+
+Server bytes that arrive before any request (a capture that starts mid-connection) are held up to
+`MAX_UNMATCHED_BYTES` and parsed once a request shows up. After a parse error a direction is not
+parsed any further (HTTP/1.1 has no way to find the next message boundary); the caller reports it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import h11
+
+MAX_BODY_BYTES = 16 << 20
+MAX_UNMATCHED_BYTES = 64 << 10
+
+Headers = tuple[tuple[str, str], ...]
+
+
+def header(headers: Headers, name: str) -> str | None:
+    """The first value of a header (names are lower case), or None."""
+    name = name.lower()
+    for key, value in headers:
+        if key == name:
+            return value
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHead:
+    exchange: int
+    method: str
+    target: str
+    headers: Headers
+    http_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class RequestEnd:
+    exchange: int
+    body: bytes
+    """The whole request body, or its first `MAX_BODY_BYTES` when `truncated`."""
+    truncated: bool = False
+    body_size: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseHead:
+    exchange: int
+    status: int
+    reason: str
+    headers: Headers
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseData:
+    exchange: int
+    data: bytes
+    """De-chunked body bytes."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseEnd:
+    exchange: int
+    complete: bool = True
+    """False when the server closed the connection in the middle of the body (chunked without the
+    final chunk, or fewer bytes than Content-Length)."""
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ParseError:
+    from_client: bool
+    """True for a bad request (client bytes), False for a bad response (server bytes)."""
+    detail: str
+    exchange: int | None = None
+
+
+HttpEvent = RequestHead | RequestEnd | ResponseHead | ResponseData | ResponseEnd | ParseError
+
+
+@dataclass(slots=True)
+class _Pending:
+    exchange: int
+    request: h11.Request
+
+
+@dataclass(slots=True)
+class Http1Connection:
+    """The HTTP/1.1 state of one TCP connection. Exchanges are numbered from 0 in request order."""
+
+    exchanges: int = 0
+    """How many requests have started so far."""
+    client_broken: bool = False
+    server_broken: bool = False
+    upgraded: bool = False
+    """A 101 Switching Protocols response (or CONNECT) ended HTTP/1.1 on this connection."""
+    _req: h11.Connection = field(default_factory=lambda: h11.Connection(h11.SERVER))
+    _req_exchange: int | None = None
+    _req_body: bytearray = field(default_factory=bytearray)
+    _req_size: int = 0
+    _waiting: deque[_Pending] = field(default_factory=deque)
+    """Requests whose response has not ended, oldest first."""
+    _resp: h11.Connection | None = None
+    _unmatched: bytearray = field(default_factory=bytearray)
+
+    # -- public API --------------------------------------------------------------------------------
+
+    def open_exchanges(self) -> list[int]:
+        """Exchanges whose response has not ended, oldest first (the first one is being answered)."""
+        return [p.exchange for p in self._waiting]
+
+    def feed_client(self, data: bytes) -> list[HttpEvent]:
+        if self.client_broken or self.upgraded or not data:
+            return []
+        out: list[HttpEvent] = []
+        self._req.receive_data(data)
+        self._pump_requests(out)
+        return out
+
+    def feed_server(self, data: bytes) -> list[HttpEvent]:
+        if self.server_broken or self.upgraded or not data:
+            return []
+        out: list[HttpEvent] = []
+        if self._resp is None:
+            self._unmatched += data
+            if len(self._unmatched) > MAX_UNMATCHED_BYTES:
+                self.server_broken = True
+                self._unmatched.clear()
+                out.append(ParseError(False, f"more than {MAX_UNMATCHED_BYTES} server bytes with no request"))
+            return out
+        self._resp.receive_data(data)
+        self._pump_responses(out)
+        return out
+
+    def close_client(self) -> list[HttpEvent]:
+        """The client sent FIN: a request cut in the middle is a parse error."""
+        if self.client_broken or self.upgraded:
+            return []
+        out: list[HttpEvent] = []
+        self._req.receive_data(b"")
+        self._pump_requests(out)
+        return out
+
+    def close_server(self) -> list[HttpEvent]:
+        """The server sent FIN: ends a read-until-close body, or cuts the response being sent."""
+        if self.server_broken or self.upgraded or self._resp is None:
+            return []
+        out: list[HttpEvent] = []
+        resp = self._resp
+        resp.receive_data(b"")
+        self._pump_responses(out, closing=True)
+        return out
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _pump_requests(self, out: list[HttpEvent]) -> None:
+        while True:
+            try:
+                event = self._req.next_event()
+            except h11.RemoteProtocolError as exc:
+                self.client_broken = True
+                out.append(ParseError(True, f"bad request: {exc}", self._req_exchange))
+                return
+            if isinstance(event, h11.Request) and not event.http_version.startswith(b"1."):
+                self.client_broken = True
+                version = _text(event.http_version)
+                out.append(ParseError(True, f"HTTP/{version} is not HTTP/1.x (HTTP/2 is not read)"))
+                return
+            if isinstance(event, h11.Request):
+                exchange = self.exchanges
+                self.exchanges += 1
+                self._req_exchange = exchange
+                self._req_body.clear()
+                self._req_size = 0
+                out.append(RequestHead(
+                    exchange, _text(event.method), _text(event.target), _headers(event.headers),
+                    _text(event.http_version),
+                ))
+                self._waiting.append(_Pending(exchange, event))
+                if event.method.upper() == b"CONNECT":
+                    self.upgraded = True
+                if self._resp is None:
+                    self._start_response(out)
+            elif isinstance(event, h11.Data):
+                self._req_size += len(event.data)
+                room = MAX_BODY_BYTES - len(self._req_body)
+                if room > 0:
+                    self._req_body += event.data[:room]
+            elif isinstance(event, h11.EndOfMessage):
+                exchange = self._req_exchange if self._req_exchange is not None else self.exchanges - 1
+                out.append(RequestEnd(
+                    exchange, bytes(self._req_body), self._req_size > MAX_BODY_BYTES, self._req_size
+                ))
+                self._req_body.clear()
+                self._req_exchange = None
+                rest, closed = self._req.trailing_data
+                self._req = h11.Connection(h11.SERVER)
+                if rest:  # receive_data(b"") would mean EOF
+                    self._req.receive_data(rest)
+                if closed:
+                    self._req.receive_data(b"")
+            else:  # NEED_DATA, PAUSED, ConnectionClosed
+                return
+
+    def _start_response(self, out: list[HttpEvent]) -> None:
+        """Make the response parser for the oldest waiting request and give it any held bytes."""
+        if not self._waiting:
+            self._resp = None
+            return
+        pending = self._waiting[0]
+        conn = h11.Connection(h11.CLIENT)
+        try:
+            conn.send(pending.request)
+        except h11.LocalProtocolError as exc:  # a request h11 parsed but will not send (rare)
+            self.server_broken = True
+            out.append(ParseError(False, f"cannot follow the response to this request: {exc}",
+                                  pending.exchange))
+            return
+        self._resp = conn
+        if self._unmatched:  # never receive_data(b""): that means EOF
+            held = bytes(self._unmatched)
+            self._unmatched.clear()
+            conn.receive_data(held)
+            self._pump_responses(out)
+
+    def _pump_responses(self, out: list[HttpEvent], closing: bool = False) -> None:
+        while self._resp is not None:
+            exchange = self._waiting[0].exchange
+            try:
+                event = self._resp.next_event()
+            except h11.RemoteProtocolError as exc:
+                if closing:
+                    out.append(ResponseEnd(exchange, complete=False, detail=str(exc)))
+                    self._waiting.popleft()
+                    self._resp = None
+                    return
+                self.server_broken = True
+                out.append(ParseError(False, f"bad response: {exc}", exchange))
+                return
+            if isinstance(event, h11.InformationalResponse):
+                if event.status_code == 101:
+                    self.upgraded = True
+                    out.append(ResponseHead(exchange, 101, _text(event.reason), _headers(event.headers)))
+                    return
+                continue
+            if isinstance(event, h11.Response):
+                out.append(ResponseHead(
+                    exchange, event.status_code, event.reason.decode("latin-1"), _headers(event.headers)
+                ))
+            elif isinstance(event, h11.Data):
+                out.append(ResponseData(exchange, bytes(event.data)))
+            elif isinstance(event, h11.EndOfMessage):
+                out.append(ResponseEnd(exchange))
+                rest, closed = self._resp.trailing_data
+                self._waiting.popleft()
+                self._resp = None
+                if rest:
+                    self._unmatched += rest
+                self._start_response(out)
+                if closed and self._resp is not None:
+                    self._resp.receive_data(b"")
+                    closing = True
+            else:  # NEED_DATA, PAUSED, ConnectionClosed
+                return
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("latin-1")
+
+
+def _headers(raw: Iterable[tuple[bytes, bytes]]) -> Headers:
+    return tuple((name.decode("latin-1").lower(), value.decode("latin-1")) for name, value in raw)
