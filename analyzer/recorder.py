@@ -284,8 +284,13 @@ def record(
         _Pump("stderr", child.stderr.fileno(), stderr_fd, _LineSplitter("stderr"), transcript),
     ]
     stdin_pump = _Pump(
-        "stdin", stdin_fd, child_stdin.fileno(), _LineSplitter("c2s"), transcript,
-        stop=server_gone, on_eof=close_child_stdin,
+        "stdin",
+        stdin_fd,
+        child_stdin.fileno(),
+        _LineSplitter("c2s"),
+        transcript,
+        stop=server_gone,
+        on_eof=close_child_stdin,
     )
 
     previous: dict[signal.Signals, Any] = {}
