@@ -1,0 +1,118 @@
+"""Real MCP Python SDK client flows for the sample captures (see sample_captures/http/README.md).
+
+Every flow uses the SDK's public ``mcp.Client`` over the SDK's own transports; nothing is crafted
+by hand.  Cancellation is done the way an application does it: by cancelling the anyio scope
+that awaits ``call_tool`` (here: from the progress callback, after the 3rd progress notification),
+which makes the SDK emit whatever it emits on the wire for that era.
+
+Flows:
+  clean                 handshake era (mode='legacy' -> initialize at 2025-11-25), tools/list,
+                        tools/call echo, exit (the SDK sends DELETE for the session).
+  cancel-notification   handshake era; tools/call slow_write(steps=10) with progress; cancel after
+                        3 progress notifications; stay connected 1.5 s; exit.
+  cancel-close-stream   2026-07-28 (mode='2026-07-28', no handshake); tools/list; tools/call
+                        slow_write(steps=10) with progress; cancel after 3; stay 1.5 s; exit.
+  legacy-sse            legacy HTTP+SSE transport (mcp.client.sse.sse_client), handshake era;
+                        tools/list; slow_write cancelled after 3 progress; stay 1.5 s; exit.
+
+Usage: http_sdk_client.py FLOW URL [--cafile CERT] [--keylog FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ssl
+import sys
+import time
+from typing import Any
+
+import anyio
+import httpx2
+from mcp import Client
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+
+CANCEL_AFTER = 3
+LINGER = 1.5
+
+
+def note(text: str) -> None:
+    print(f"[client {time.time():.6f}] {text}", file=sys.stderr, flush=True)
+
+
+async def call_and_cancel(client: Client) -> None:
+    seen = 0
+    with anyio.CancelScope() as scope:
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            nonlocal seen
+            seen += 1
+            note(f"progress {progress}/{total}: {message}")
+            if seen == CANCEL_AFTER:
+                note("cancelling the call_tool scope")
+                scope.cancel()
+
+        result = await client.call_tool("slow_write", {"steps": 10}, progress_callback=on_progress)
+        note(f"UNEXPECTED: call completed: {result}")
+    if scope.cancelled_caught:
+        note("call_tool cancelled by the caller")
+    await anyio.sleep(LINGER)
+    note("leaving the client context")
+
+
+async def message_handler(message: Any) -> None:
+    note(f"message_handler got: {type(message).__name__}")
+
+
+async def run(flow: str, url: str, cafile: str | None, keylog: str | None) -> None:
+    with anyio.fail_after(30):  # bound every run in time
+        await _run(flow, url, cafile, keylog)
+
+
+async def _run(flow: str, url: str, cafile: str | None, keylog: str | None) -> None:
+    if flow == "legacy-sse":
+        async with Client(sse_client(url), mode="legacy", message_handler=message_handler) as client:
+            note(f"negotiated {client.protocol_version}")
+            tools = await client.list_tools()
+            note(f"tools: {[t.name for t in tools.tools]}")
+            await call_and_cancel(client)
+        return
+
+    mode = "2026-07-28" if flow == "cancel-close-stream" else "legacy"
+    async with contextlib.AsyncExitStack() as stack:
+        if cafile:
+            ctx = ssl.create_default_context(cafile=cafile)
+            if keylog:
+                ctx.keylog_filename = keylog  # NSS key log format, what SSLKEYLOGFILE produces
+            http = await stack.enter_async_context(
+                httpx2.AsyncClient(verify=ctx, timeout=httpx2.Timeout(30.0, read=300.0))
+            )
+            transport: Any = streamable_http_client(url, http_client=http)
+        else:
+            transport = streamable_http_client(url)
+        client = await stack.enter_async_context(Client(transport, mode=mode, message_handler=message_handler))
+        note(f"negotiated {client.protocol_version}")
+        tools = await client.list_tools()
+        note(f"tools: {[t.name for t in tools.tools]}")
+        if flow == "clean":
+            result = await client.call_tool("echo", {"text": "hello from cancelwire"})
+            note(f"echo result: {result.content}")
+        else:
+            await call_and_cancel(client)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("flow", choices=["clean", "cancel-notification", "cancel-close-stream", "legacy-sse"])
+    ap.add_argument("url")
+    ap.add_argument("--cafile")
+    ap.add_argument("--keylog")
+    args = ap.parse_args()
+    anyio.run(run, args.flow, args.url, args.cafile, args.keylog)
+    note("done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
