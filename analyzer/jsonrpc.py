@@ -45,7 +45,7 @@ def decode_text(text: str | bytes) -> Decoded | None:
 
 
 def _valid_id(value: Any) -> bool:
-    return (isinstance(value, str) or isinstance(value, int)) and not isinstance(value, bool)
+    return isinstance(value, str | int) and not isinstance(value, bool)
 
 
 def classify(value: Any, raw_excerpt: str) -> Decoded:
@@ -96,7 +96,11 @@ def _classify_one(value: Any, raw_excerpt: str) -> Message | Problem:
     if has_result:
         result = value["result"]
         return Message(
-            MessageKind.RESULT, msg_id, None, result if isinstance(result, dict) else {}, raw_excerpt,
+            MessageKind.RESULT,
+            msg_id,
+            None,
+            result if isinstance(result, dict) else {},
+            raw_excerpt,
             null_id=msg_id is None,
         )
     error = value["error"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -212,6 +212,12 @@ class Anomaly:
     detail: str
     request_id: RequestId | None = None
     method: str | None = None
+    revision: Revision | None = None
+    """Filled by reconstruction: the revision in force in the anomaly's session, if known."""
+    transport: Transport | None = None
+    """Filled by reconstruction from the anomaly's session."""
+    gap: float | None = None
+    """Seconds between the two events an anomaly relates (e.g. a reply and a late cancel), if known."""
 
 
 Event = SessionStart | MessageEvent | TransportEvent | Anomaly
@@ -299,8 +305,10 @@ class RequestTimeline:
     stream: str | None
     entries: tuple[TimelineEntry, ...]
     cancel: CancelInfo | None
-    params: Mapping[str, Any] = field(default_factory=dict)
-    """Request params (kept until the session ends only for cancelled or read calls)."""
+    verified_by: TimelineEntry | None = None
+    """For a cancelled side-effecting call: the later read's reply that could have checked the effect."""
+    ended_by_recording: bool = False
+    """True when the timeline was still open when the recording ended (absence rules apply only then)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,9 +355,7 @@ class Finding:
     @property
     def fingerprint(self) -> str:
         """Stable across runs and versions (no timestamps), for baselines."""
-        key = "\x1f".join(
-            [self.rule_id, self.session_key or "", repr(self.request_id), self.method or ""]
-        )
+        key = "\x1f".join([self.rule_id, self.session_key or "", repr(self.request_id), self.method or ""])
         return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 

@@ -1,10 +1,10 @@
 """cancelwire transcripts (JSON Lines), as written by `cancelwire record`.
 
-    {"cancelwire_transcript": 1, "transport": "stdio", "vantage": "proxy", "command": [...]}   optional header
-    {"ts": 1764690000.123, "dir": "c2s", "line": "<exact line the client wrote>"}
-    {"ts": 1764690000.456, "dir": "s2c", "line": "<exact line the server wrote>"}
-    {"ts": 1764690000.789, "dir": "stderr", "line": "<server stderr line>"}
-    {"ts": 1764690001.000, "event": "process-exited", "status": 0}
+{"cancelwire_transcript": 1, "transport": "stdio", "vantage": "proxy", "command": [...]}   optional header
+{"ts": 1764690000.123, "dir": "c2s", "line": "<exact line the client wrote>"}
+{"ts": 1764690000.456, "dir": "s2c", "line": "<exact line the server wrote>"}
+{"ts": 1764690000.789, "dir": "stderr", "line": "<server stderr line>"}
+{"ts": 1764690001.000, "event": "process-exited", "status": 0}
 """
 
 from __future__ import annotations
@@ -43,9 +43,7 @@ class TranscriptReader:
             value = orjson.loads(first)
         except orjson.JSONDecodeError:
             return b'"cancelwire_transcript"' in first
-        return isinstance(value, dict) and (
-            "cancelwire_transcript" in value or ("dir" in value and "line" in value)
-        )
+        return isinstance(value, dict) and ("cancelwire_transcript" in value or ("dir" in value and "line" in value))
 
     def read(self, source: InputSource, options: ReadOptions) -> Iterator[Event]:
         factory = EventFactory(source.name)
@@ -92,11 +90,20 @@ class TranscriptReader:
             )
         vantage = options.vantage or _enum(Vantage, header.get("vantage"), Vantage.UNKNOWN)
         transport = _enum(Transport, header.get("transport"), Transport.STDIO)
-        label = header.get("label") or (" ".join(header["command"]) if isinstance(header.get("command"), list) else None)
+        label = header.get("label") or (
+            " ".join(header["command"]) if isinstance(header.get("command"), list) else None
+        )
         revision = header.get("revision") if isinstance(header.get("revision"), str) else None
         return SessionStart(
-            factory.next_seq(), _ts(header.get("ts")), factory.origin(line), source.name, transport, vantage,
-            self.name, label=label, revision=revision,
+            factory.next_seq(),
+            _ts(header.get("ts")),
+            factory.origin(line),
+            source.name,
+            transport,
+            vantage,
+            self.name,
+            label=label,
+            revision=revision,
         )
 
     def _record(
@@ -106,7 +113,11 @@ class TranscriptReader:
         if "event" in record:
             if record["event"] == "process-exited":
                 yield TransportEvent(
-                    factory.next_seq(), ts, factory.origin(line), key, TransportKind.PROCESS_EXITED,
+                    factory.next_seq(),
+                    ts,
+                    factory.origin(line),
+                    key,
+                    TransportKind.PROCESS_EXITED,
                     detail=f"status {record.get('status')}",
                 )
             else:
@@ -122,8 +133,13 @@ class TranscriptReader:
             )
             return
         yield from factory.messages(
-            text, line=line, ts=ts, session_key=key, direction=DIRECTIONS[direction],
-            unterminated=unterminated, not_json_name="stdio.non-json-line",
+            text,
+            line=line,
+            ts=ts,
+            session_key=key,
+            direction=DIRECTIONS[direction],
+            unterminated=unterminated,
+            not_json_name="stdio.non-json-line",
         )
 
 

@@ -1,0 +1,189 @@
+"""The pipeline: inputs → readers → reconstruction → engine + outcomes → `AuditResult`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from analyzer import outcomes
+from analyzer.catalog import Rule, load_catalog
+from analyzer.engine import Engine, Skip
+from analyzer.errors import CancelwireError, InputError
+from analyzer.model import (
+    Anomaly,
+    CancelledCall,
+    Event,
+    Finding,
+    RequestTimeline,
+    Session,
+    Severity,
+)
+from analyzer.readers import InputSource, ReadOptions, choose_reader, expand_inputs
+from analyzer.reconstruct import ReconstructOptions, Reconstructor
+
+
+@dataclass(frozen=True, slots=True)
+class AuditOptions:
+    input_format: str | None = None
+    read: ReadOptions = field(default_factory=ReadOptions)
+    reconstruct: ReconstructOptions = field(default_factory=ReconstructOptions)
+    rule_dirs: tuple[Path, ...] = ()
+    select: frozenset[str] = frozenset()
+    """Rule ids or slugs to run (empty: all stable rules)."""
+    ignore: dict[str, str] = field(default_factory=dict)
+    """Rule id or slug → the reason it is disabled (reported)."""
+    preview: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class InputSummary:
+    path: str
+    format: str | None
+    sessions: tuple[str, ...]
+    events: int
+    error: str | None = None
+    """Why the input could not be read at all (then nothing of it was analysed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AuditResult:
+    inputs: tuple[InputSummary, ...]
+    sessions: tuple[Session, ...]
+    findings: tuple[Finding, ...]
+    cancellations: tuple[CancelledCall, ...]
+    skips: tuple[Skip, ...]
+    disabled: dict[str, str]
+    """Rule slug → why it did not run (not selected, preview, disabled in config)."""
+    unruled_anomalies: dict[str, int]
+    rules: tuple[Rule, ...]
+
+    @property
+    def readable(self) -> bool:
+        return any(i.error is None for i in self.inputs)
+
+    def exit_status(self, fail_on: Severity | None) -> int:
+        if not self.readable:
+            return 2
+        if fail_on is None:
+            return 0
+        return 1 if any(f.severity.rank >= fail_on.rank for f in self.findings) else 0
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        return {
+            "severity": dict(Counter(f.severity.value for f in self.findings)),
+            "outcome": dict(Counter(c.outcome.value for c in self.cancellations)),
+            "rule": dict(Counter(f.rule for f in self.findings)),
+        }
+
+
+def select_rules(catalog: tuple[Rule, ...], options: AuditOptions) -> tuple[list[Rule], dict[str, str]]:
+    chosen: list[Rule] = []
+    disabled: dict[str, str] = {}
+    known = {r.id for r in catalog} | {r.slug for r in catalog}
+    for name in (*options.select, *options.ignore):
+        if name not in known:
+            raise CancelwireError(f"unknown rule {name!r}", "see `cancelwire rules` for ids and slugs")
+    for rule in catalog:
+        names = {rule.id, rule.slug}
+        if rule.status == "removed":
+            continue
+        if options.select and not names & options.select:
+            disabled[rule.slug] = "not selected"
+        elif names & set(options.ignore):
+            disabled[rule.slug] = next(options.ignore[n] for n in names if n in options.ignore)
+        elif rule.status == "preview" and not options.preview and not options.select:
+            disabled[rule.slug] = "preview rule (run with --preview)"
+        else:
+            chosen.append(rule)
+    return chosen, disabled
+
+
+def audit(
+    paths: list[str],
+    options: AuditOptions = AuditOptions(),
+    *,
+    on_exchange: Callable[[RequestTimeline, CancelledCall | None], None] | None = None,
+    on_input_error: Callable[[InputError], None] | None = None,
+) -> AuditResult:
+    """Audit every input. An unreadable input is reported and the others still analysed."""
+    catalog = load_catalog(options.rule_dirs)
+    rules, disabled = select_rules(catalog, options)
+    engine = Engine(rules)
+    inputs: list[InputSummary] = []
+    sessions: list[Session] = []
+    findings: list[Finding] = []
+    cancellations: list[CancelledCall] = []
+    for source in _sources(paths, inputs, on_input_error):
+        try:
+            reader = choose_reader(source, options.input_format)
+        except InputError as exc:
+            inputs.append(InputSummary(source.name, None, (), 0, exc.message))
+            if on_input_error:
+                on_input_error(exc)
+            continue
+        counter = _Counter(reader.read(source, options.read))
+        keys: list[str] = []
+        for item in Reconstructor(source.name, reader.name, options.reconstruct).run(counter):
+            if isinstance(item, Anomaly):
+                engine.on_anomaly(item)
+            elif isinstance(item, Session):
+                sessions.append(item)
+                keys.append(item.key)
+            else:
+                cancelled = outcomes.classify(item)
+                if cancelled is not None:
+                    cancellations.append(cancelled)
+                findings.extend(engine.on_timeline(item, cancelled))
+                if on_exchange:
+                    on_exchange(item, cancelled)
+        error = counter.error
+        inputs.append(
+            InputSummary(source.name, reader.name, tuple(keys), counter.count, error.message if error else None)
+        )
+        if error and on_input_error:
+            on_input_error(error)
+    findings.extend(engine.finish())
+    findings.sort(key=lambda f: (-f.severity.rank, f.rule_id, f.session_key or "", str(f.request_id)))
+    return AuditResult(
+        tuple(inputs),
+        tuple(sessions),
+        tuple(findings),
+        tuple(cancellations),
+        tuple(engine.skips.values()),
+        disabled,
+        dict(engine.unruled_anomalies),
+        tuple(rules),
+    )
+
+
+def _sources(
+    paths: list[str], inputs: list[InputSummary], on_input_error: Callable[[InputError], None] | None
+) -> Iterator[InputSource]:
+    for path in paths:
+        if path != "-" and not Path(path).exists():
+            error = InputError(path, "no such file or directory")
+            inputs.append(InputSummary(path, None, (), 0, error.message))
+            if on_input_error:
+                on_input_error(error)
+            continue
+        yield from expand_inputs([path])
+
+
+class _Counter:
+    """Counts events as they stream past; a reader giving up part-way ends the stream, so what came
+    before is still reconstructed and judged, and the error is reported with the input."""
+
+    def __init__(self, events: Iterator[Event]) -> None:
+        self.events = events
+        self.count = 0
+        self.error: InputError | None = None
+
+    def __iter__(self) -> Iterator[Event]:
+        try:
+            for event in self.events:
+                self.count += 1
+                yield event
+        except InputError as exc:
+            self.error = exc

@@ -1,0 +1,276 @@
+"""Evaluate catalogue rules over finalised timelines and named anomalies → `Finding`s.
+
+This is the only place findings are made. Whether a message is a race or a violation was decided in
+reconstruction (each entry's `relation` and `certainty`); rules only read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from analyzer.catalog import Rule, Selector, Where
+from analyzer.model import (
+    Anomaly,
+    CancelledCall,
+    Certainty,
+    EntryKind,
+    Finding,
+    Level,
+    Origin,
+    Relation,
+    RequestId,
+    RequestTimeline,
+    Revision,
+    Severity,
+    TimelineEntry,
+    Transport,
+)
+
+MAX_EVIDENCE = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """A rule that did not apply to a session, and why (shown in every report)."""
+
+    rule_id: str
+    rule: str
+    session_key: str
+    reason: str
+
+
+@dataclass(slots=True)
+class _Group:
+    rule: Rule
+    level: Level
+    anomaly: Anomaly
+    evidence: list[Origin] = field(default_factory=list)
+    count: int = 0
+
+
+class Engine:
+    def __init__(self, rules: Iterable[Rule]) -> None:
+        self.rules = tuple(rules)
+        self._timeline_rules = [r for r in self.rules if r.condition.shape != "anomaly"]
+        self._by_anomaly: dict[str, list[Rule]] = {}
+        for rule in self.rules:
+            for name in rule.condition.anomalies:
+                self._by_anomaly.setdefault(name, []).append(rule)
+        self._groups: dict[tuple[str, ...], _Group] = {}
+        self.skips: dict[tuple[str, str], Skip] = {}
+        self.unruled_anomalies: dict[str, int] = {}
+        """Anomaly names no selected rule handles (counted, so nothing is dropped unseen)."""
+
+    def _level(
+        self, rule: Rule, revision: Revision | None, transport: Transport | None, session: str | None
+    ) -> Level | None:
+        level = rule.level_for(revision, transport)
+        if level is None and session is not None:
+            where = f"{revision} over {transport}" if transport else str(revision)
+            self.skips.setdefault(
+                (rule.id, session),
+                Skip(rule.id, rule.slug, session, f"does not apply to {where} (levels: {', '.join(rule.revisions)})"),
+            )
+        return level
+
+    # -- anomalies -----------------------------------------------------------------------------
+
+    def on_anomaly(self, anomaly: Anomaly) -> None:
+        rules = self._by_anomaly.get(anomaly.name)
+        if not rules:
+            self.unruled_anomalies[anomaly.name] = self.unruled_anomalies.get(anomaly.name, 0) + 1
+            return
+        for rule in rules:
+            level = self._level(rule, anomaly.revision, anomaly.transport, anomaly.session_key)
+            if level is None:
+                continue
+            key = self._group_key(rule, anomaly)
+            group = self._groups.get(key)
+            if group is None:
+                group = self._groups[key] = _Group(rule, level, anomaly)
+            group.count += 1
+            if len(group.evidence) < MAX_EVIDENCE:
+                group.evidence.append(anomaly.origin)
+
+    @staticmethod
+    def _group_key(rule: Rule, anomaly: Anomaly) -> tuple[str, ...]:
+        if rule.firing == "once-per-input":
+            return (rule.id, anomaly.origin.source)
+        if rule.firing == "once-per-session":
+            return (rule.id, anomaly.session_key or anomaly.origin.source)
+        if anomaly.request_id is not None:
+            return (rule.id, anomaly.session_key or "", repr(anomaly.request_id))
+        return (rule.id, anomaly.origin.display(), str(anomaly.seq))
+
+    def finish(self) -> Iterator[Finding]:
+        for group in self._groups.values():
+            a = group.anomaly
+            detail = a.detail if group.count == 1 else f"{a.detail} (and {group.count - 1} more like it)"
+            text = _render(
+                group.rule.message,
+                method=a.method,
+                request_id=a.request_id,
+                revision=a.revision,
+                gap=a.gap,
+                detail=detail,
+            )
+            yield Finding(
+                rule_id=group.rule.id,
+                rule=group.rule.slug,
+                rule_rev=group.rule.rev,
+                severity=group.rule.severity(group.level),
+                certainty=Certainty.EXACT if a.gap is None else Certainty.INFERRED,
+                session_key=a.session_key,
+                request_id=a.request_id,
+                method=a.method,
+                ts=a.ts,
+                message=text,
+                evidence=tuple(group.evidence),
+                revision=a.revision,
+                level=group.level,
+                more_evidence=group.count - len(group.evidence),
+            )
+        self._groups.clear()
+
+    # -- timelines -----------------------------------------------------------------------------
+
+    def on_timeline(self, timeline: RequestTimeline, cancelled: CancelledCall | None) -> Iterator[Finding]:
+        for rule in self._timeline_rules:
+            matched = self._match(rule, timeline, cancelled)
+            if matched is None:
+                continue
+            level = self._level(rule, timeline.revision, timeline.transport, timeline.session_key)
+            if level is None:
+                continue
+            anchor, hits = matched
+            yield self._finding(rule, level, timeline, anchor, hits)
+
+    def _match(
+        self, rule: Rule, tl: RequestTimeline, cancelled: CancelledCall | None
+    ) -> tuple[TimelineEntry | None, list[TimelineEntry]] | None:
+        cond = rule.condition
+        if cond.shape == "event":
+            assert cond.on is not None
+            hits = [e for e in tl.entries if _selects(cond.on, tl, e, cancelled)]
+            return (None, hits) if hits else None
+        assert cond.after is not None
+        anchor = next((e for e in tl.entries if _selects(cond.after, tl, e, cancelled)), None)
+        if anchor is None:
+            return None
+        later = [e for e in tl.entries if e.seq > anchor.seq]
+        if cond.shape == "pair":
+            assert cond.then is not None
+            hits = [e for e in later if _selects(cond.then, tl, e, cancelled) and _timed(cond.timing, tl, anchor, e)]
+            return (anchor, hits) if hits else None
+        assert cond.never is not None
+        if not tl.ended_by_recording or any(_selects(cond.never, tl, e, cancelled) for e in later):
+            return None
+        return anchor, [e for e in later if e.kind is EntryKind.RECORDING_ENDED]
+
+    def _finding(
+        self, rule: Rule, level: Level, tl: RequestTimeline, anchor: TimelineEntry | None, hits: list[TimelineEntry]
+    ) -> Finding:
+        first = hits[0] if hits else anchor
+        assert first is not None
+        gap = None
+        if anchor is not None and first.ts is not None and anchor.ts is not None:
+            gap = first.ts - anchor.ts
+        certainty = Certainty.EXACT if all(e.certainty is Certainty.EXACT for e in hits) else Certainty.INFERRED
+        evidence = ([anchor.origin] if anchor is not None else []) + [e.origin for e in hits]
+        sender = first.side.value if first.side is not None else "the recording"
+        text = _render(
+            rule.message,
+            method=tl.method,
+            request_id=tl.request_id,
+            tool=tl.tool,
+            gap=gap,
+            sender=sender,
+            receiver=tl.requester.other.value,
+            revision=tl.revision,
+        )
+        return Finding(
+            rule_id=rule.id,
+            rule=rule.slug,
+            rule_rev=rule.rev,
+            severity=rule.severity(level),
+            certainty=certainty,
+            session_key=tl.session_key,
+            request_id=tl.request_id,
+            method=tl.method,
+            ts=first.ts,
+            message=text,
+            evidence=tuple(evidence[:MAX_EVIDENCE]),
+            revision=tl.revision,
+            level=level,
+            more_evidence=max(0, len(evidence) - MAX_EVIDENCE),
+        )
+
+
+def _selects(sel: Selector, tl: RequestTimeline, entry: TimelineEntry, cancelled: CancelledCall | None) -> bool:
+    # `cancel` selects the timeline's cancel whatever carried it: the notification, or the client's
+    # close/reset of the stream where the revision makes that the cancel.
+    is_the_cancel = tl.cancel is not None and entry.seq == tl.cancel.entry.seq
+    if entry.kind not in sel.events and not (is_the_cancel and EntryKind.CANCEL in sel.events):
+        return False
+    if sel.side == "requester" and entry.side is not tl.requester:
+        return False
+    if sel.side == "receiver" and entry.side is not tl.requester.other:
+        return False
+    if sel.mechanism is not None and (tl.cancel is None or tl.cancel.mechanism.value != sel.mechanism):
+        return False
+    return _where(sel.where, tl, entry, cancelled)
+
+
+def _where(w: Where, tl: RequestTimeline, entry: TimelineEntry, cancelled: CancelledCall | None) -> bool:
+    if w.method is not None and tl.method not in w.method:
+        return False
+    if w.tool_effect is not None and tl.tool_effect not in w.tool_effect:
+        return False
+    if w.vantage is not None and tl.vantage not in w.vantage:
+        return False
+    if w.transport is not None and tl.transport not in w.transport:
+        return False
+    if w.outcome is not None and (cancelled is None or cancelled.outcome not in w.outcome):
+        return False
+    if w.stream == "same" and entry.stream != tl.stream:
+        return False
+    return not (w.stream == "other" and entry.stream == tl.stream)
+
+
+def _timed(timing: str | None, tl: RequestTimeline, anchor: TimelineEntry, entry: TimelineEntry) -> bool:
+    """`late`: surely after the anchor reached its receiver; `crossing`: may have passed it in flight."""
+    if timing is None:
+        return True
+    is_cancel = tl.cancel is not None and anchor.seq == tl.cancel.entry.seq
+    relation = entry.relation if is_cancel else Relation.AFTER
+    return relation is (Relation.AFTER if timing == "late" else Relation.CROSSING)
+
+
+def _render(
+    template: str,
+    *,
+    method: str | None = None,
+    request_id: RequestId | None = None,
+    tool: str | None = None,
+    gap: float | None = None,
+    sender: str | None = None,
+    receiver: str | None = None,
+    revision: Revision | None = None,
+    detail: str | None = None,
+) -> str:
+    values = {
+        "method": method or "?",
+        "request_id": "?" if request_id is None else repr(request_id),
+        "tool": tool or "?",
+        "gap": "an unknown time" if gap is None else f"{gap:.3f} s",
+        "sender": sender or "?",
+        "receiver": receiver or "?",
+        "revision": revision or "an unknown revision",
+    }
+    text = template.format(**values)
+    return f"{text}: {detail}" if detail else text
+
+
+def severity_at_least(finding: Finding, threshold: Severity) -> bool:
+    return finding.severity.rank >= threshold.rank

@@ -1,0 +1,69 @@
+"""Classify every cancelled call: what became of it, as far as the recording can tell.
+
+Only the reply decides between the late-result outcomes; other messages after the cancel are
+findings, not outcomes. Silence is judged by what the call may have done (tool annotations from
+`tools/list`, the server's own claim) and whether a later read could have checked it.
+"""
+
+from __future__ import annotations
+
+from analyzer.model import (
+    CancelledCall,
+    Certainty,
+    EntryKind,
+    Outcome,
+    Relation,
+    RequestTimeline,
+)
+
+_REPLIES = (EntryKind.RESULT, EntryKind.ERROR_RESULT)
+
+
+def classify(timeline: RequestTimeline) -> CancelledCall | None:
+    cancel = timeline.cancel
+    if cancel is None:
+        return None
+    reply = next(
+        (e for e in timeline.entries if e.kind in _REPLIES and e.relation in (Relation.CROSSING, Relation.AFTER)),
+        None,
+    )
+    evidence = [cancel.entry.origin]
+    certainty = Certainty.EXACT
+    verified_by = None
+    if reply is not None:
+        evidence.append(reply.origin)
+        certainty = reply.certainty
+        if reply.relation is Relation.AFTER:
+            outcome = Outcome.LATE_RESULT_VIOLATION
+            why = "the reply left after the cancel reached the receiver"
+        else:
+            outcome = Outcome.LATE_RESULT_DISCARDED
+            why = "the reply crossed the cancel in flight; the canceller must discard it"
+    elif timeline.method != "tools/call":
+        outcome = Outcome.CLEAN
+        why = f"no reply after the cancel, and {timeline.method} is not a tool call"
+    elif timeline.tool_effect == "read-only":
+        outcome = Outcome.CLEAN
+        why = f"no reply after the cancel; tools/list marked {timeline.tool!r} readOnlyHint (the server's claim)"
+    elif timeline.verified_by is not None:
+        outcome = Outcome.VERIFIED_BY_READ
+        verified_by = timeline.verified_by.origin
+        evidence.append(verified_by)
+        why = f"no reply; a later {timeline.verified_by.method} succeeded and could have checked the effect"
+    else:
+        outcome = Outcome.OUTCOME_UNVERIFIED
+        effect = "has no annotations" if timeline.tool_effect == "unknown" else "may have side effects"
+        why = f"no reply, {timeline.tool!r} {effect}, and no later read checked what it did"
+    return CancelledCall(
+        session_key=timeline.session_key,
+        request_id=timeline.request_id,
+        method=timeline.method,
+        tool=timeline.tool,
+        mechanism=cancel.mechanism,
+        outcome=outcome,
+        certainty=certainty,
+        explanation=why,
+        evidence=tuple(evidence),
+        verified_by=verified_by,
+        timeline=timeline,
+    )

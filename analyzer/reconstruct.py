@@ -1,0 +1,730 @@
+"""Sessions and per-request timelines from one input's events, with bounded state.
+
+Per session: a pending table keyed by (requester side, request id), since the two senders have
+separate id spaces; progress tokens linked to their request; HTTP exchange streams linked to the
+requests they carry; a bounded tombstone set of finished requests (late cancels, late progress).
+
+A timeline is finalised (and handed to the rules) when it is answered and its response stream, if
+any, has ended. A cancelled or disconnected timeline stays open until the session ends, because a
+late reply or a later verifying read can still arrive. Memory follows open requests, not input size.
+
+Where each entry stands relative to the cancel (BEFORE / CROSSING / AFTER, exact or inferred) is
+decided here, once, in `_relate`; rules and outcomes only read the tag.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from analyzer import revisions
+from analyzer.model import (
+    Anomaly,
+    CancelInfo,
+    CancelMechanism,
+    Certainty,
+    Direction,
+    EntryKind,
+    Event,
+    Message,
+    MessageEvent,
+    MessageKind,
+    Origin,
+    Relation,
+    RequestId,
+    RequestTimeline,
+    Revision,
+    RevisionBasis,
+    Session,
+    SessionStart,
+    Side,
+    TimelineEntry,
+    Transport,
+    TransportEvent,
+    TransportKind,
+    Vantage,
+)
+
+#: Default race windows in seconds, per vantage (see README "Race or violation").
+#: server: the recording is where the cancel is read, so order is exact (window unused).
+#: wire: on loopback the capture sees a packet within microseconds of the write; 10 ms covers
+#:   the receiver's scheduling between reading the cancel POST and acting on it.
+#: proxy: `cancelwire record` relays each line at once; 50 ms covers the server's event loop
+#:   picking up a line that is already in its pipe.
+#: client / unknown: host logs are written by the host's own loop, after its reads; 250 ms.
+DEFAULT_RACE_WINDOWS: Mapping[Vantage, float] = {
+    Vantage.SERVER: 0.0,
+    Vantage.WIRE: 0.01,
+    Vantage.PROXY: 0.05,
+    Vantage.CLIENT: 0.25,
+    Vantage.UNKNOWN: 0.25,
+}
+
+_TRANSPORT_ENTRY: Mapping[TransportKind, tuple[EntryKind, Side | None]] = {
+    TransportKind.STREAM_OPENED: (EntryKind.STREAM_OPENED, Side.SERVER),
+    TransportKind.CLOSED_BY_CLIENT: (EntryKind.STREAM_CLOSED_BY_CLIENT, Side.CLIENT),
+    TransportKind.CLOSED_BY_SERVER: (EntryKind.STREAM_CLOSED_BY_SERVER, Side.SERVER),
+    TransportKind.RESET_BY_CLIENT: (EntryKind.STREAM_RESET_BY_CLIENT, Side.CLIENT),
+    TransportKind.RESET_BY_SERVER: (EntryKind.STREAM_RESET_BY_SERVER, Side.SERVER),
+    TransportKind.RECEIVE_WINDOW_ZERO: (EntryKind.RECEIVE_WINDOW_ZERO, Side.CLIENT),
+    TransportKind.SERVER_BYTES: (EntryKind.SERVER_BYTES, Side.SERVER),
+    TransportKind.RECORDING_ENDED: (EntryKind.RECORDING_ENDED, None),
+}
+_CLIENT_DISCONNECTS = (TransportKind.CLOSED_BY_CLIENT, TransportKind.RESET_BY_CLIENT)
+_STREAM_ENDS = (
+    TransportKind.CLOSED_BY_CLIENT,
+    TransportKind.CLOSED_BY_SERVER,
+    TransportKind.RESET_BY_CLIENT,
+    TransportKind.RESET_BY_SERVER,
+)
+
+
+DEFAULT_MAX_OPEN = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class ReconstructOptions:
+    protocol: Revision | None = None
+    """`--protocol`: judge every exchange under this revision."""
+    vantage: Vantage | None = None
+    """`--vantage`: overrides the vantage a reader reported."""
+    race_window: float | None = None
+    """`--race-window`: one window for every vantage, instead of `DEFAULT_RACE_WINDOWS`."""
+    max_open: int = DEFAULT_MAX_OPEN
+    """Open requests per session before the oldest is flushed (`reconstruct.too-many-open-requests`)."""
+    max_tombstones: int = 50_000
+    """Finished requests remembered per session for late cancels and late progress."""
+    verifying_reads: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Tool name → the tools (or `resources/read`) whose later success verifies its effect."""
+
+
+Output = RequestTimeline | Anomaly | Session
+
+
+@dataclass(slots=True)
+class _Open:
+    requester: Side
+    request_id: RequestId
+    method: str
+    seq: int
+    params: Mapping[str, Any]
+    stream: str | None
+    declared_revision: Revision | None
+    entries: list[TimelineEntry] = field(default_factory=list)
+    cancel: CancelInfo | None = None
+    replied: bool = False
+    sse: bool = False
+    """Its reply comes on an SSE stream, which should end after the reply."""
+    stream_ended: bool = False
+    disconnected: bool = False
+    proof_seq: int | None = None
+    """Seq from which the receiver provably had read the cancel (stdio ordering proof)."""
+    last_progress: float | None = None
+    verified_by: TimelineEntry | None = None
+
+    @property
+    def key(self) -> tuple[Side, RequestId]:
+        return (self.requester, self.request_id)
+
+    @property
+    def tool(self) -> str | None:
+        name = self.params.get("name") if self.method == "tools/call" else None
+        return name if isinstance(name, str) else None
+
+    @property
+    def progress_token(self) -> str | int | None:
+        meta = self.params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        return token if isinstance(token, str | int) and not isinstance(token, bool) else None
+
+    @property
+    def held(self) -> bool:
+        """Kept open past its reply: late messages and verifying reads still matter."""
+        return self.cancel is not None or self.disconnected
+
+
+@dataclass(slots=True)
+class _Tombstone:
+    method: str
+    seq: int
+    ts: float | None
+
+
+@dataclass(slots=True)
+class _SessionState:
+    start: SessionStart
+    revision: Revision | None = None
+    revision_basis: RevisionBasis = RevisionBasis.ASSUMED
+    client_info: Mapping[str, Any] | None = None
+    server_info: Mapping[str, Any] | None = None
+    tool_effects: dict[str, str] = field(default_factory=dict)
+    open: dict[tuple[Side, RequestId], _Open] = field(default_factory=dict)
+    tombstones: OrderedDict[tuple[Side, RequestId], _Tombstone] = field(default_factory=OrderedDict)
+    tokens: dict[str | int, tuple[Side, RequestId]] = field(default_factory=dict)
+    finished_tokens: OrderedDict[str | int, str] = field(default_factory=OrderedDict)
+    streams: dict[str, list[tuple[Side, RequestId]]] = field(default_factory=dict)
+    first_ts: float | None = None
+    last_ts: float | None = None
+    any_ts: bool = False
+    ordered: bool = True
+    requests: int = 0
+    messages: int = 0
+    tombstone_overflow_reported: bool = False
+
+
+def tool_effect_from_annotations(tool: Mapping[str, Any]) -> str:
+    """`read-only`, `side-effecting` or `unknown` from a `tools/list` entry (Tool annotations)."""
+    annotations = tool.get("annotations")
+    if not isinstance(annotations, dict):
+        return "unknown"
+    if annotations.get("readOnlyHint") is True:
+        return "read-only"
+    return "side-effecting"
+
+
+class Reconstructor:
+    """Feeds one input's events; yields finalised timelines, anomalies and, at the end, sessions."""
+
+    def __init__(self, source: str, input_format: str, options: ReconstructOptions) -> None:
+        self.source = source
+        self.input_format = input_format
+        self.options = options
+        self.sessions: dict[str, _SessionState] = {}
+        self.last_origin = Origin(source)
+        """Where the input ended (the last event read): the evidence for `recording-ended`."""
+
+    def run(self, events: Iterable[Event]) -> Iterator[Output]:
+        last_seq = 0
+        for event in events:
+            last_seq = event.seq
+            self.last_origin = event.origin
+            yield from self.feed(event)
+        yield from self.finish(last_seq)
+
+    # -- dispatch ----------------------------------------------------------------------------
+
+    def feed(self, event: Event) -> Iterator[Output]:
+        if isinstance(event, SessionStart):
+            if event.session_key not in self.sessions:
+                self._new_session(event)
+            return
+        if isinstance(event, Anomaly):
+            yield self._contextualise(event)
+            return
+        session = self._session(event.session_key, event)
+        self._track_time(session, event.ts)
+        if isinstance(event, MessageEvent):
+            yield from self._message(session, event)
+        else:
+            yield from self._transport(session, event)
+
+    def finish(self, last_seq: int) -> Iterator[Output]:
+        for session in self.sessions.values():
+            end_origin = self.last_origin
+            for item in list(session.open.values()):
+                entry = TimelineEntry(EntryKind.RECORDING_ENDED, None, last_seq + 1, session.last_ts, end_origin)
+                self._add(session, item, entry)
+                yield from self._finalise(session, item, ended=True)
+            yield self._session_summary(session)
+        self.sessions.clear()
+
+    # -- sessions ----------------------------------------------------------------------------
+
+    def _new_session(self, start: SessionStart) -> _SessionState:
+        if self.options.vantage is not None:
+            start = replace(start, vantage=self.options.vantage)
+        state = _SessionState(start)
+        if self.options.protocol:
+            state.revision, state.revision_basis = self.options.protocol, RevisionBasis.OVERRIDDEN
+        elif start.revision:
+            state.revision, state.revision_basis = start.revision, RevisionBasis.DECLARED
+        self.sessions[start.session_key] = state
+        return state
+
+    def _session(self, key: str, event: MessageEvent | TransportEvent) -> _SessionState:
+        state = self.sessions.get(key)
+        if state is None:
+            state = self._new_session(
+                SessionStart(
+                    event.seq,
+                    event.ts,
+                    event.origin,
+                    key,
+                    Transport.STDIO,
+                    self.options.vantage or Vantage.UNKNOWN,
+                    self.input_format,
+                )
+            )
+        return state
+
+    def _track_time(self, session: _SessionState, ts: float | None) -> None:
+        if ts is None:
+            return
+        session.any_ts = True
+        if session.first_ts is None:
+            session.first_ts = ts
+        if session.last_ts is not None and ts < session.last_ts:
+            session.ordered = False
+        session.last_ts = ts if session.last_ts is None else max(session.last_ts, ts)
+
+    def _anomaly(
+        self,
+        session: _SessionState,
+        event: MessageEvent | TransportEvent,
+        name: str,
+        detail: str,
+        request_id: RequestId | None = None,
+        method: str | None = None,
+        gap: float | None = None,
+    ) -> Anomaly:
+        return Anomaly(
+            event.seq,
+            event.ts,
+            event.origin,
+            session.start.session_key,
+            name,
+            detail,
+            request_id,
+            method,
+            session.revision,
+            session.start.transport,
+            gap,
+        )
+
+    def _contextualise(self, anomaly: Anomaly) -> Anomaly:
+        session = self.sessions.get(anomaly.session_key or "")
+        if session is None:
+            return anomaly
+        return replace(anomaly, revision=session.revision, transport=session.start.transport)
+
+    def _session_summary(self, s: _SessionState) -> Session:
+        return Session(
+            key=s.start.session_key,
+            source=self.source,
+            input_format=s.start.input_format,
+            transport=s.start.transport,
+            vantage=s.start.vantage,
+            revision=s.revision,
+            revision_basis=s.revision_basis,
+            label=s.start.label,
+            client_info=s.client_info,
+            server_info=s.server_info,
+            tool_effects=dict(s.tool_effects),
+            first_ts=s.first_ts,
+            last_ts=s.last_ts,
+            timestamps=s.start.timestamps and s.any_ts,
+            timestamps_ordered=s.ordered,
+            requests=s.requests,
+            messages=s.messages,
+        )
+
+    # -- messages ----------------------------------------------------------------------------
+
+    def _message(self, session: _SessionState, event: MessageEvent) -> Iterator[Output]:
+        if event.direction is Direction.NONE:
+            yield self._anomaly(session, event, "input.direction-unknown", "message direction unknown; not judged")
+            return
+        session.messages += 1
+        sender = Side.CLIENT if event.direction is Direction.C2S else Side.SERVER
+        message = event.message
+        if message.kind is MessageKind.REQUEST:
+            yield from self._request(session, event, sender, message)
+        elif message.kind is MessageKind.NOTIFICATION:
+            yield from self._notification(session, event, sender, message)
+        else:
+            yield from self._reply(session, event, sender, message)
+
+    def _request(self, session: _SessionState, event: MessageEvent, sender: Side, message: Message) -> Iterator[Output]:
+        method = message.method or ""
+        if message.null_id or message.id is None:
+            yield self._anomaly(session, event, "jsonrpc.null-id", f"{method} request with a null id", method=method)
+            return
+        key = (sender, message.id)
+        declared = _declared_revision(message.payload) or event.revision_hint
+        if declared and not self.options.protocol and session.revision_basis is RevisionBasis.ASSUMED:
+            session.revision, session.revision_basis = declared, RevisionBasis.DECLARED
+        previous = session.open.get(key)
+        if previous is not None:
+            yield self._anomaly(
+                session,
+                event,
+                "jsonrpc.duplicate-in-flight-id",
+                f"{sender} reused id {message.id!r} while its {previous.method} was still unanswered",
+                message.id,
+                method,
+            )
+            session.open.pop(key)
+            yield from self._finalise(session, previous, ended=False, forget=False)
+        elif key in session.tombstones:
+            facts = revisions.facts(declared or session.revision)
+            if facts is None or facts.unique_ids_per_session:
+                yield self._anomaly(
+                    session,
+                    event,
+                    "jsonrpc.id-reused",
+                    f"{sender} reused id {message.id!r} of an earlier {session.tombstones[key].method}",
+                    message.id,
+                    method,
+                )
+        if method == "initialize" and sender is Side.CLIENT:
+            info = message.payload.get("clientInfo")
+            session.client_info = info if isinstance(info, dict) else None
+        item = _Open(sender, message.id, method, event.seq, message.payload, event.stream, declared)
+        session.open[key] = item
+        session.requests += 1
+        if event.stream is not None:
+            session.streams.setdefault(event.stream, []).append(key)
+        token = item.progress_token
+        if token is not None:
+            session.tokens[token] = key
+        self._add(session, item, self._entry(EntryKind.REQUEST, sender, event))
+        if len(session.open) > self.options.max_open:
+            oldest = next(iter(session.open.values()))
+            yield self._anomaly(
+                session,
+                event,
+                "reconstruct.too-many-open-requests",
+                f"more than {self.options.max_open} open requests; flushed the oldest ({oldest.method} "
+                f"id {oldest.request_id!r}) unjudged",
+                oldest.request_id,
+                oldest.method,
+            )
+            session.open.pop(oldest.key)
+            yield from self._finalise(session, oldest, ended=False, forget=False)
+
+    def _notification(
+        self, session: _SessionState, event: MessageEvent, sender: Side, message: Message
+    ) -> Iterator[Output]:
+        method = message.method or ""
+        if method == "notifications/cancelled":
+            yield from self._cancel(session, event, sender, message)
+            return
+        if method == "notifications/progress":
+            yield from self._progress(session, event, sender, message)
+            return
+        if event.stream is not None and sender is Side.SERVER:
+            for key in session.streams.get(event.stream, ()):
+                item = session.open.get(key)
+                if item is not None and item.requester is Side.CLIENT:
+                    self._add(session, item, self._entry(EntryKind.RELATED_MESSAGE, sender, event))
+
+    def _progress(
+        self, session: _SessionState, event: MessageEvent, sender: Side, message: Message
+    ) -> Iterator[Output]:
+        token = message.payload.get("progressToken")
+        if not isinstance(token, str | int) or isinstance(token, bool):
+            yield self._anomaly(session, event, "jsonrpc.invalid-message", "progress without a valid progressToken")
+            return
+        key = session.tokens.get(token)
+        item = session.open.get(key) if key else None
+        if item is None:
+            if token in session.finished_tokens:
+                yield self._anomaly(
+                    session,
+                    event,
+                    "progress.after-completion",
+                    f"progress for token {token!r} after its {session.finished_tokens[token]} finished",
+                    method=session.finished_tokens[token],
+                )
+            else:
+                yield self._anomaly(session, event, "progress.unknown-token", f"progress for unknown token {token!r}")
+            return
+        self._add(session, item, self._entry(EntryKind.PROGRESS, sender, event))
+        value = message.payload.get("progress")
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if item.last_progress is not None and value <= item.last_progress:
+                yield self._anomaly(
+                    session,
+                    event,
+                    "progress.not-increasing",
+                    f"progress went from {item.last_progress} to {value}",
+                    item.request_id,
+                    item.method,
+                )
+            item.last_progress = float(value)
+
+    def _cancel(self, session: _SessionState, event: MessageEvent, sender: Side, message: Message) -> Iterator[Output]:
+        target = message.payload.get("requestId")
+        if not isinstance(target, str | int) or isinstance(target, bool):
+            yield self._anomaly(session, event, "cancel.unknown-request", "cancel without a valid requestId")
+            return
+        reason = message.payload.get("reason")
+        facts = revisions.facts(session.revision)
+        own = session.open.get((sender, target))
+        other = session.open.get((sender.other, target))
+        if own is None and other is not None and sender is Side.SERVER and other.method == "subscriptions/listen":
+            self._add(session, other, self._entry(EntryKind.RELATED_MESSAGE, sender, event))
+            return  # 2026-07-28: the server ends a client's listen with a cancel (Subscriptions page)
+        if own is None:
+            tomb = session.tombstones.get((sender, target))
+            if tomb is not None:
+                gap = event.ts - tomb.ts if event.ts is not None and tomb.ts is not None else None
+                yield self._anomaly(
+                    session,
+                    event,
+                    "cancel.after-completion",
+                    f"{sender} cancelled id {target!r} ({tomb.method}) after it was answered",
+                    target,
+                    tomb.method,
+                    gap,
+                )
+            elif other is not None:
+                yield self._anomaly(
+                    session,
+                    event,
+                    "cancel.unknown-request",
+                    f"{sender} cancelled id {target!r}, which is a request the {sender.other} sent",
+                    target,
+                    other.method,
+                )
+            else:
+                yield self._anomaly(
+                    session,
+                    event,
+                    "cancel.unknown-request",
+                    f"{sender} cancelled id {target!r}, never sent",
+                    target,
+                )
+            return
+        if sender is Side.SERVER and facts is not None and not facts.server_may_cancel:
+            yield self._anomaly(
+                session,
+                event,
+                "cancel.unknown-request",
+                f"the server cancelled its own id {target!r}; in {session.revision} only the client cancels",
+                target,
+                own.method,
+            )
+        revision = own.declared_revision or session.revision
+        own_facts = revisions.facts(revision)
+        if (
+            session.start.transport is Transport.STREAMABLE_HTTP
+            and own_facts
+            and not own_facts.http_notification_is_cancel
+        ):
+            yield self._anomaly(
+                session,
+                event,
+                "cancel.mechanism-mismatch",
+                f"notifications/cancelled POSTed for id {target!r}; in {revision} the client cancels by "
+                "closing the request's SSE stream",
+                target,
+                own.method,
+            )
+        entry = self._entry(EntryKind.CANCEL, sender, event)
+        if own.cancel is None:
+            own.cancel = CancelInfo(CancelMechanism.NOTIFICATION, entry, reason if isinstance(reason, str) else None)
+        self._add(session, own, entry)
+
+    def _reply(self, session: _SessionState, event: MessageEvent, sender: Side, message: Message) -> Iterator[Output]:
+        kind = EntryKind.RESULT if message.kind is MessageKind.RESULT else EntryKind.ERROR_RESULT
+        if message.null_id or message.id is None:
+            yield self._anomaly(session, event, "jsonrpc.null-id", f"{message.kind} with a null id")
+            return
+        key = (sender.other, message.id)
+        item = session.open.get(key)
+        if item is None:
+            tomb = session.tombstones.get(key)
+            why = f"already answered ({tomb.method})" if tomb else "never requested"
+            yield self._anomaly(
+                session,
+                event,
+                "jsonrpc.response-to-unknown-id",
+                f"{sender} replied to id {message.id!r}: {why}",
+                message.id,
+                tomb.method if tomb else None,
+            )
+            return
+        entry = self._entry(kind, sender, event)
+        self._add(session, item, entry)
+        first_reply = not item.replied
+        item.replied = True
+        if first_reply and kind is EntryKind.RESULT:
+            self._learn(session, item, message.payload)
+            self._verify_reads(session, item, entry)
+        self._prove_order(session, item, event.seq)
+        if not item.held and (not item.sse or item.stream_ended):
+            session.open.pop(key)
+            yield from self._finalise(session, item, ended=False)
+
+    def _learn(self, session: _SessionState, item: _Open, result: Mapping[str, Any]) -> None:
+        """Facts a result teaches: the negotiated revision, peer info, tool annotations."""
+        if item.method == "initialize":
+            version = result.get("protocolVersion")
+            if isinstance(version, str) and not self.options.protocol:
+                session.revision, session.revision_basis = version, RevisionBasis.NEGOTIATED
+            info = result.get("serverInfo")
+            session.server_info = info if isinstance(info, dict) else None
+        elif item.method == "tools/list":
+            for tool in result.get("tools") or ():
+                if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                    session.tool_effects[tool["name"]] = tool_effect_from_annotations(tool)
+
+    def _verify_reads(self, session: _SessionState, read: _Open, reply: TimelineEntry) -> None:
+        """A successful later read may have checked what a cancelled side-effecting call did."""
+        read_name = "resources/read" if read.method == "resources/read" else read.tool
+        if read_name is None:
+            return
+        is_read = read.method == "resources/read" or session.tool_effects.get(read_name) == "read-only"
+        for item in session.open.values():
+            if item.cancel is None or item.verified_by is not None or item.tool is None:
+                continue
+            if item.cancel.entry.seq > read.seq or item is read:
+                continue
+            mapped = self.options.verifying_reads.get(item.tool)
+            if (mapped is not None and read_name in mapped) or (mapped is None and is_read):
+                item.verified_by = replace(reply, method=read_name)
+
+    def _prove_order(self, session: _SessionState, answered: _Open, reply_seq: int) -> None:
+        """stdio: a reply to a request sent after a cancel proves the cancel was read (in-order pipes)."""
+        if session.start.transport is not Transport.STDIO:
+            return
+        for item in session.open.values():
+            if (
+                item.cancel is not None
+                and item.proof_seq is None
+                and item.requester is answered.requester
+                and item.cancel.entry.seq < answered.seq
+            ):
+                item.proof_seq = reply_seq
+
+    # -- transport ---------------------------------------------------------------------------
+
+    def _transport(self, session: _SessionState, event: TransportEvent) -> Iterator[Output]:
+        mapped = _TRANSPORT_ENTRY.get(event.kind)
+        if mapped is None or event.stream is None:
+            return  # process exit and session-level closes: facts about the session, not a request
+        entry_kind, side = mapped
+        for key in list(session.streams.get(event.stream, ())):
+            item = session.open.get(key)
+            if item is None:
+                continue
+            entry = self._entry(entry_kind, side, event)
+            if event.kind is TransportKind.STREAM_OPENED:
+                item.sse = True
+            if event.kind in _CLIENT_DISCONNECTS and not item.replied and not item.disconnected:
+                item.disconnected = True
+                yield from self._disconnect(session, item, entry, event)
+            self._add(session, item, entry)
+            if event.kind in _STREAM_ENDS:
+                item.stream_ended = True
+                if item.replied and not item.held:
+                    session.open.pop(key)
+                    yield from self._finalise(session, item, ended=False)
+
+    def _disconnect(
+        self, session: _SessionState, item: _Open, entry: TimelineEntry, event: TransportEvent
+    ) -> Iterator[Output]:
+        revision = item.declared_revision or session.revision
+        facts = revisions.facts(revision)
+        if facts is None or facts.http_disconnect_is_cancel:
+            if item.cancel is None:
+                item.cancel = CancelInfo(CancelMechanism.DISCONNECT, entry)
+        elif facts.http_disconnect_is_cancel is False and item.cancel is None:
+            yield self._anomaly(
+                session,
+                event,
+                "cancel.mechanism-mismatch",
+                f"the client closed the stream of id {item.request_id!r} before its reply without POSTing "
+                f"notifications/cancelled; in {revision} a disconnect is not a cancel",
+                item.request_id,
+                item.method,
+            )
+
+    # -- timeline helpers --------------------------------------------------------------------
+
+    def _entry(self, kind: EntryKind, side: Side | None, event: MessageEvent | TransportEvent) -> TimelineEntry:
+        if isinstance(event, MessageEvent):
+            method = event.message.method
+            excerpt = event.message.excerpt
+        else:
+            method, excerpt = None, event.detail
+        return TimelineEntry(kind, side, event.seq, event.ts, event.origin, event.stream, method, excerpt=excerpt)
+
+    def _add(self, session: _SessionState, item: _Open, entry: TimelineEntry) -> None:
+        if item.cancel is not None and entry is not item.cancel.entry:
+            relation, certainty = self._relate(session, item, entry)
+            entry = replace(entry, relation=relation, certainty=certainty)
+        item.entries.append(entry)
+
+    def _relate(self, session: _SessionState, item: _Open, entry: TimelineEntry) -> tuple[Relation, Certainty]:
+        cancel = item.cancel
+        assert cancel is not None  # only called for cancelled timelines
+        if entry.seq < cancel.entry.seq:
+            return Relation.BEFORE, Certainty.EXACT
+        receiver = item.requester.other
+        if entry.side is not receiver:
+            return Relation.AFTER, Certainty.EXACT
+        vantage = session.start.vantage
+        if (vantage is Vantage.SERVER and receiver is Side.SERVER) or (
+            vantage is Vantage.CLIENT and receiver is Side.CLIENT
+        ):
+            return Relation.AFTER, Certainty.EXACT  # recorded where the cancel is read
+        if cancel.mechanism is CancelMechanism.DISCONNECT and vantage is Vantage.WIRE:
+            return Relation.AFTER, Certainty.EXACT  # the client's FIN/RST was already on the wire
+        if item.proof_seq is not None and entry.seq >= item.proof_seq:
+            return Relation.AFTER, Certainty.EXACT
+        if entry.ts is None or cancel.entry.ts is None:
+            return Relation.CROSSING, Certainty.INFERRED
+        window = self.options.race_window
+        if window is None:
+            window = DEFAULT_RACE_WINDOWS[vantage]
+        gap = entry.ts - cancel.entry.ts
+        return (Relation.AFTER if gap > window else Relation.CROSSING), Certainty.INFERRED
+
+    def _finalise(self, session: _SessionState, item: _Open, *, ended: bool, forget: bool = True) -> Iterator[Output]:
+        session.open.pop(item.key, None)
+        last = item.entries[-1]
+        if forget:
+            session.tombstones[item.key] = _Tombstone(item.method, last.seq, last.ts)
+            session.tombstones.move_to_end(item.key)
+            if len(session.tombstones) > self.options.max_tombstones:
+                session.tombstones.popitem(last=False)
+        token = item.progress_token
+        if token is not None and session.tokens.get(token) == item.key:
+            del session.tokens[token]
+            session.finished_tokens[token] = item.method
+            if len(session.finished_tokens) > self.options.max_tombstones:
+                session.finished_tokens.popitem(last=False)
+        if item.stream is not None:
+            keys = session.streams.get(item.stream)
+            if keys is not None and item.key in keys:
+                keys.remove(item.key)
+                if not keys:
+                    del session.streams[item.stream]
+        yield self._timeline(session, item, ended)
+
+    def _timeline(self, session: _SessionState, item: _Open, ended: bool) -> RequestTimeline:
+        revision, basis = session.revision, session.revision_basis
+        if self.options.protocol:
+            revision, basis = self.options.protocol, RevisionBasis.OVERRIDDEN
+        elif item.declared_revision:
+            revision, basis = item.declared_revision, RevisionBasis.DECLARED
+        tool = item.tool
+        effect = "none" if tool is None else session.tool_effects.get(tool, "unknown")
+        return RequestTimeline(
+            session_key=session.start.session_key,
+            requester=item.requester,
+            request_id=item.request_id,
+            method=item.method,
+            tool=tool,
+            tool_effect=effect,
+            progress_token=item.progress_token,
+            revision=revision,
+            revision_basis=basis,
+            transport=session.start.transport,
+            vantage=session.start.vantage,
+            stream=item.stream,
+            entries=tuple(item.entries),
+            cancel=item.cancel,
+            verified_by=item.verified_by,
+            ended_by_recording=ended,
+        )
+
+
+def _declared_revision(params: Mapping[str, Any]) -> Revision | None:
+    meta = params.get("_meta")
+    version = meta.get(revisions.META_VERSION_KEY) if isinstance(meta, dict) else None
+    return version if isinstance(version, str) else None

@@ -1,0 +1,232 @@
+"""`AuditResult` → one plain, versioned report dict → JSON, or text/Markdown/HTML through jinja2.
+
+Captured content is hostile: the HTML environment autoescapes everything and the template loads
+nothing from the network (CSS is inline).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from analyzer import __version__
+from analyzer.audit import AuditResult
+from analyzer.model import CancelledCall, Finding, Origin, Relation, RequestTimeline, Session
+
+#: Bumped on any incompatible change of the JSON report (independent of the tool version).
+SCHEMA_VERSION = 1
+FORMATS = ("text", "json", "md", "html")
+#: Timeline entries shown around each cancel in the HTML report.
+TIMELINE_CONTEXT = 12
+
+
+def templates_dir() -> Path:
+    """`templates/` from a checkout, or the copy packed into the wheel."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_data" / "templates", here.parent / "templates"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"{here}: the templates/ folder is missing (broken installation)")
+
+
+def origin_dict(origin: Origin) -> dict[str, Any]:
+    out: dict[str, Any] = {"source": origin.source}
+    if origin.frame is not None:
+        out["frame"] = origin.frame
+    elif origin.line is not None:
+        out["line"] = origin.line
+    return out
+
+
+def display_filter(origins: tuple[Origin, ...] | list[Origin]) -> str | None:
+    frames = sorted({o.frame for o in origins if o.frame is not None})
+    return f"frame.number in {{{' '.join(map(str, frames))}}}" if frames else None
+
+
+def _ts(ts: float | None) -> str | None:
+    if ts is None or not math.isfinite(ts):
+        return None
+    try:
+        return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _finding(f: Finding) -> dict[str, Any]:
+    return {
+        "rule_id": f.rule_id,
+        "rule": f.rule,
+        "rule_rev": f.rule_rev,
+        "severity": f.severity.value,
+        "level": f.level.value if f.level else None,
+        "certainty": f.certainty.value,
+        "session": f.session_key,
+        "request_id": f.request_id,
+        "method": f.method,
+        "ts": f.ts,
+        "time": _ts(f.ts),
+        "message": f.message,
+        "revision": f.revision,
+        "evidence": [origin_dict(o) for o in f.evidence],
+        "more_evidence": f.more_evidence,
+        "display_filter": display_filter(f.evidence),
+        "fingerprint": f.fingerprint,
+    }
+
+
+def _timeline(tl: RequestTimeline) -> list[dict[str, Any]]:
+    entries = list(tl.entries)
+    if tl.cancel is not None and len(entries) > TIMELINE_CONTEXT:
+        at = next(i for i, e in enumerate(entries) if e.seq >= tl.cancel.entry.seq)
+        start = max(0, min(at - TIMELINE_CONTEXT // 2, len(entries) - TIMELINE_CONTEXT))
+        entries = entries[:1] + entries[max(1, start) : start + TIMELINE_CONTEXT]
+    rows = []
+    cancel_ts = tl.cancel.entry.ts if tl.cancel else None
+    for e in entries:
+        rows.append(
+            {
+                "kind": e.kind.value,
+                "side": e.side.value if e.side else None,
+                "method": e.method,
+                "relation": e.relation.value
+                if e.relation
+                else ("cancel" if tl.cancel and e.seq == tl.cancel.entry.seq else None),
+                "certainty": e.certainty.value if e.relation and e.relation is not Relation.BEFORE else None,
+                "offset": None if e.ts is None or cancel_ts is None else round(e.ts - cancel_ts, 6),
+                "time": _ts(e.ts),
+                "evidence": origin_dict(e.origin),
+                "excerpt": e.excerpt,
+            }
+        )
+    return rows
+
+
+def _cancellation(c: CancelledCall) -> dict[str, Any]:
+    return {
+        "session": c.session_key,
+        "request_id": c.request_id,
+        "method": c.method,
+        "tool": c.tool,
+        "mechanism": c.mechanism.value,
+        "outcome": c.outcome.value,
+        "certainty": c.certainty.value,
+        "explanation": c.explanation,
+        "evidence": [origin_dict(o) for o in c.evidence],
+        "verified_by": origin_dict(c.verified_by) if c.verified_by else None,
+        "timeline": _timeline(c.timeline) if c.timeline else [],
+    }
+
+
+def _session(s: Session) -> dict[str, Any]:
+    return {
+        "id": s.key,
+        "source": s.source,
+        "format": s.input_format,
+        "label": s.label,
+        "transport": s.transport.value,
+        "protocol_version": s.revision,
+        "revision_basis": s.revision_basis.value,
+        "vantage": s.vantage.value,
+        "requests": s.requests,
+        "messages": s.messages,
+        "client_info": dict(s.client_info) if s.client_info else None,
+        "server_info": dict(s.server_info) if s.server_info else None,
+        "tool_effects": dict(s.tool_effects),
+        "first_time": _ts(s.first_ts),
+        "last_time": _ts(s.last_ts),
+        "timestamps": s.timestamps,
+        "timestamps_ordered": s.timestamps_ordered,
+    }
+
+
+def _unjudged(result: AuditResult) -> list[str]:
+    """Everything the audit could not judge, in plain sentences (every format shows these)."""
+    notes = [f"{i.path}: not analysed: {i.error}" for i in result.inputs if i.error and not i.sessions]
+    notes += [f"{i.path}: reading stopped early: {i.error}" for i in result.inputs if i.error and i.sessions]
+    for s in result.sessions:
+        if s.revision is None:
+            notes.append(
+                f"{s.key}: protocol revision unknown; every rule was judged at its weakest level across revisions"
+            )
+        if not s.timestamps:
+            notes.append(f"{s.key}: no timestamps; race or violation is decided by ordering proofs only")
+        elif not s.timestamps_ordered:
+            notes.append(f"{s.key}: timestamps go backwards (log time); order follows the file, gaps are rough")
+    for skip in result.skips:
+        notes.append(f"{skip.session_key}: rule {skip.rule} skipped: {skip.reason}")
+    for name, count in sorted(result.unruled_anomalies.items()):
+        notes.append(f"{count} problem(s) named {name} have no rule selected to report them")
+    return notes
+
+
+def build(result: AuditResult) -> dict[str, Any]:
+    counts = result.counts()
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "cancelwire", "version": __version__},
+        "inputs": [
+            {"path": i.path, "format": i.format, "sessions": list(i.sessions), "events": i.events, "error": i.error}
+            for i in result.inputs
+        ],
+        "sessions": [_session(s) for s in result.sessions],
+        "cancellations": [_cancellation(c) for c in result.cancellations],
+        "findings": [_finding(f) for f in result.findings],
+        "rules": [{"id": r.id, "rule": r.slug, "rev": r.rev, "summary": r.summary} for r in result.rules],
+        "disabled_rules": [{"rule": k, "reason": v} for k, v in sorted(result.disabled.items())],
+        "unjudged": _unjudged(result),
+        "summary": {
+            "inputs": len(result.inputs),
+            "inputs_unreadable": sum(1 for i in result.inputs if i.error and not i.sessions),
+            "sessions": len(result.sessions),
+            "requests": sum(s.requests for s in result.sessions),
+            "cancellations": len(result.cancellations),
+            "findings": len(result.findings),
+            "by_severity": {k: counts["severity"].get(k, 0) for k in ("error", "warning", "info")},
+            "by_outcome": dict(sorted(counts["outcome"].items())),
+            "by_rule": dict(sorted(counts["rule"].items())),
+        },
+    }
+
+
+def _environment(autoescape: bool) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(templates_dir()),
+        autoescape=autoescape,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["where"] = _where
+    env.filters["md"] = _md_cell
+    return env
+
+
+def _where(evidence: Mapping[str, Any]) -> str:
+    if "frame" in evidence:
+        return f"{evidence['source']}#{evidence['frame']}"
+    if "line" in evidence:
+        return f"{evidence['source']}:{evidence['line']}"
+    return str(evidence["source"])
+
+
+def _md_cell(text: Any) -> str:
+    """Markdown table cell: captured text must not break the table or inject markup."""
+    value = "" if text is None else str(text)
+    for ch in "\\`*_[]<>|":
+        value = value.replace(ch, "\\" + ch)
+    return value.replace("\r", " ").replace("\n", " ")
+
+
+def render(result: AuditResult, fmt: str) -> str:
+    report = build(result)
+    if fmt == "json":
+        return json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+    template = {"text": "report.txt.j2", "md": "report.md.j2", "html": "report.html.j2"}[fmt]
+    return _environment(autoescape=fmt == "html").get_template(template).render(report=report)

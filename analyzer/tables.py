@@ -1,0 +1,140 @@
+"""The exchange table (`--exchanges FILE.csv|FILE.parquet`): one row per request, written in chunks.
+
+Rows are spooled CHUNK_ROWS at a time into a pandas DataFrame with explicit dtypes and appended to
+the file, so memory follows the chunk size, not the number of exchanges.
+
+Columns:
+    session         session key (input path, plus server name or HTTP session id)
+    requester       who sent the request: client or server
+    request_id      the JSON-RPC id, as text (ids may be strings or integers)
+    method          JSON-RPC method
+    tool            tool name for tools/call, else empty
+    tool_effect     read-only | side-effecting | unknown (tools/list annotations) | none (not a tool)
+    revision        protocol revision in force for this exchange, empty when unknown
+    revision_basis  negotiated | declared | overridden | assumed
+    transport       stdio | streamable-http | http-sse
+    request_ts      epoch seconds (UTC) of the request; NaN when the input has no timestamps
+    reply           result | error-result | none
+    reply_ts        epoch seconds of the first reply; NaN when none
+    duration        reply_ts - request_ts in seconds; NaN when either is missing
+    cancelled       whether the requester cancelled it (notification or disconnect)
+    mechanism       notification | disconnect | empty
+    outcome         the cancelled-call outcome, empty when not cancelled
+    progress        number of progress notifications
+    entries         number of timeline entries
+    first_evidence  where the request was read (file:line or file#frame)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from analyzer.errors import CancelwireError
+from analyzer.model import CancelledCall, EntryKind, RequestTimeline
+
+CHUNK_ROWS = 50_000
+
+COLUMNS: dict[str, str] = {
+    "session": "category",
+    "requester": "category",
+    "request_id": "string",
+    "method": "category",
+    "tool": "string",
+    "tool_effect": "category",
+    "revision": "category",
+    "revision_basis": "category",
+    "transport": "category",
+    "request_ts": "float64",
+    "reply": "category",
+    "reply_ts": "float64",
+    "duration": "float64",
+    "cancelled": "bool",
+    "mechanism": "category",
+    "outcome": "category",
+    "progress": "Int64",
+    "entries": "Int64",
+    "first_evidence": "string",
+}
+
+
+def row(timeline: RequestTimeline, cancelled: CancelledCall | None) -> dict[str, Any]:
+    first = timeline.entries[0]
+    reply = next((e for e in timeline.entries if e.kind in (EntryKind.RESULT, EntryKind.ERROR_RESULT)), None)
+    start, end = first.ts, reply.ts if reply else None
+    nan = float("nan")
+    return {
+        "session": timeline.session_key,
+        "requester": timeline.requester.value,
+        "request_id": str(timeline.request_id),
+        "method": timeline.method,
+        "tool": timeline.tool or "",
+        "tool_effect": timeline.tool_effect,
+        "revision": timeline.revision or "",
+        "revision_basis": timeline.revision_basis.value,
+        "transport": timeline.transport.value,
+        "request_ts": nan if start is None else start,
+        "reply": reply.kind.value if reply else "none",
+        "reply_ts": nan if end is None else end,
+        "duration": nan if start is None or end is None else end - start,
+        "cancelled": timeline.cancel is not None,
+        "mechanism": timeline.cancel.mechanism.value if timeline.cancel else "",
+        "outcome": cancelled.outcome.value if cancelled else "",
+        "progress": sum(1 for e in timeline.entries if e.kind is EntryKind.PROGRESS),
+        "entries": len(timeline.entries),
+        "first_evidence": first.origin.display(),
+    }
+
+
+def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    data = pd.DataFrame(rows, columns=list(COLUMNS))
+    return data.astype(COLUMNS)
+
+
+class ExchangeWriter:
+    """Appends exchange rows to a CSV or Parquet file, one chunk at a time."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.rows: list[dict[str, Any]] = []
+        self.written = 0
+        self._parquet: Any = None
+        if path.suffix == ".parquet":
+            try:
+                import pyarrow.parquet
+            except ImportError as exc:
+                raise CancelwireError(
+                    f"{path}: writing Parquet needs pyarrow", "pip install 'cancelwire[parquet]', or use .csv"
+                ) from exc
+            self._pq = pyarrow.parquet
+        try:
+            path.write_bytes(b"")
+        except OSError as exc:
+            raise CancelwireError(f"{path}: cannot write the exchange table: {exc.strerror}") from exc
+
+    def add(self, timeline: RequestTimeline, cancelled: CancelledCall | None) -> None:
+        self.rows.append(row(timeline, cancelled))
+        if len(self.rows) >= CHUNK_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        data = frame(self.rows)
+        self.rows = []
+        if self.path.suffix == ".csv":
+            data.to_csv(self.path, mode="a", header=self.written == 0, index=False)
+        else:
+            import pyarrow as pa
+
+            table = pa.Table.from_pandas(data, preserve_index=False)
+            if self._parquet is None:
+                self._parquet = self._pq.ParquetWriter(str(self.path), table.schema)
+            self._parquet.write_table(table)
+        self.written += len(data)
+
+    def close(self) -> None:
+        if self.rows or self.written == 0:
+            self._flush()
+        if self._parquet is not None:
+            self._parquet.close()
