@@ -1,0 +1,121 @@
+"""Claude Desktop MCP logs: `mcp.log` (every server) and `mcp-server-NAME.log` (one server).
+
+    2025-06-18T10:00:00.123Z [server-name] [info] Initializing server... { metadata: undefined }
+    2025-06-18T10:00:00.456Z [server-name] [info] Message from client: {json} { metadata: undefined }
+    2025-06-18T10:00:00.789Z [info] [server-name] Message from server: {json}
+    Some line the server wrote to its stderr
+
+Level and server name come in either order; the trailing ` { metadata: … }` is optional.
+Unprefixed lines are the server's stderr (or the continuation of a multi-line host message) and
+are never protocol: they are skipped. Other host lines ("Server started and connected
+successfully", "Client transport closed", …) are skipped too.
+
+Sessions: one per server name; "Initializing server" or a new `initialize` request for a server
+that already has messages starts its next session (a restart). Keys are `FILE#SERVER#N`.
+Timestamps are the host's log time (UTC, `Z`), not wire time, and can go backwards: order is by
+line. The host wrote the log, so the vantage is the client's unless `--vantage` says otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from datetime import datetime
+
+from analyzer.model import Direction, Event, Transport, Vantage
+from analyzer.readers import InputSource, ReadOptions
+from analyzer.readers._lines import EventFactory, LogSessions, RawLine, is_initialize_request, iter_lines
+
+_PREFIX = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z) \[([^\]\n]*)\] \[([^\]\n]*)\] ?(.*)", re.S)
+_SNIFF = re.compile(rb"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z \[[^\]\n]*\] \[[^\]\n]*\]", re.M)
+_MESSAGE = re.compile(r"Message from (client|server): ?(.*)", re.S)
+_MARKERS = ("Message from client:", "Message from server:")
+METADATA = "{ metadata: undefined }"
+LEVELS = frozenset(
+    {"info", "warn", "warning", "error", "debug", "trace", "verbose", "log", "fatal", "notice"}
+)
+DIRECTIONS = {"client": Direction.C2S, "server": Direction.S2C}
+_JSON = json.JSONDecoder()
+
+
+class ClaudeDesktopReader:
+    name = "claude-desktop"
+
+    def sniff(self, head: bytes) -> bool:
+        return _SNIFF.search(head) is not None
+
+    def read(self, source: InputSource, options: ReadOptions) -> Iterator[Event]:
+        factory = EventFactory(source.name)
+        sessions = LogSessions(
+            factory, source.name, self.name, Transport.STDIO, options.vantage or Vantage.CLIENT
+        )
+        with source.open_binary() as stream:
+            for raw in iter_lines(stream):
+                problems = list(factory.line_problems(raw, None))
+                if problems:
+                    yield from problems
+                    continue
+                try:
+                    text = raw.data.decode("utf-8")
+                    bad_utf8 = False
+                except UnicodeDecodeError:
+                    text = raw.data.decode("utf-8", "replace")
+                    bad_utf8 = True
+                match = _PREFIX.match(text)
+                if match is None:
+                    if bad_utf8:
+                        yield from _utf8_problem(factory, raw, None, None)
+                    if any(marker in text for marker in _MARKERS):
+                        yield factory.anomaly(
+                            raw.number, None, None, "input.unrecognized-line",
+                            f"a message line without a readable timestamp/server prefix: {text[:80]!r}",
+                        )
+                    continue  # server stderr or a continuation line: not protocol
+                stamp, first, second, body = match.groups()
+                server = first if second.lower() in LEVELS or first.lower() not in LEVELS else second
+                ts = _epoch(stamp)
+                if bad_utf8:
+                    yield from _utf8_problem(factory, raw, ts, sessions.key(server))
+                message = _MESSAGE.match(body)
+                if message is None:
+                    if body.startswith("Initializing server"):
+                        sessions.restart(server)
+                    continue
+                side, payload = message.groups()
+                payload = _strip_metadata(payload)
+                yield from sessions.begin(server, raw.number, ts, initialize=is_initialize_request(payload))
+                yield from factory.messages(
+                    payload, line=raw.number, ts=ts, session_key=sessions.key(server),
+                    direction=DIRECTIONS[side], unterminated=raw.unterminated,
+                )
+
+
+def _utf8_problem(factory: EventFactory, raw: RawLine, ts: float | None, key: str | None) -> Iterator[Event]:
+    _, anomaly = factory.decode_utf8(raw, ts, key)
+    if anomaly is not None:
+        yield anomaly
+
+
+def _strip_metadata(payload: str) -> str:
+    """The JSON text of a message line without the host's trailing `{ metadata: … }`."""
+    body = payload.rstrip()
+    if body.endswith(METADATA):
+        return body[: -len(METADATA)].rstrip()
+    if "{ metadata:" in body or not body.endswith(("}", "]")):
+        try:
+            _, end = _JSON.raw_decode(body)
+        except ValueError:
+            return body
+        return body[:end]
+    return body
+
+
+def _epoch(stamp: str) -> float | None:
+    try:
+        return datetime.fromisoformat(stamp).timestamp()
+    except ValueError:
+        return None
+
+
+READER = ClaudeDesktopReader()

@@ -1,0 +1,114 @@
+"""Logs of the MCP go-sdk's `LoggingTransport` (github.com/modelcontextprotocol/go-sdk, mcp package).
+
+    write: {json}        a message this side wrote
+    read: {json}         a message this side read
+    read error: EOF      (and `write error: …`) transport errors, skipped
+
+No timestamps (`ts` is None, `SessionStart.timestamps` is False) and no statement of which side
+wrote the log. The side is inferred from message shapes in the first lines (at most
+`LOOKAHEAD_LINES` lines / `LOOKAHEAD_BYTES` bytes are held, then the reader streams): the side
+that writes `initialize`, `tools/call`, `notifications/initialized`, … is the client; the side
+that writes `initialize` results, `notifications/progress`, `sampling/createMessage`, … is the
+server. `--vantage client|server` overrides. When nothing decides, the client is assumed and an
+`input.side-assumed` anomaly says so once. Other lines (the program's own stderr output) are
+skipped. A new `initialize` request after messages starts the next session (keys `FILE#N`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from analyzer.jsonrpc import decode_text
+from analyzer.model import Event, Message, Side, Transport, Vantage
+from analyzer.readers import InputSource, ReadOptions
+from analyzer.readers._lines import (
+    EventFactory,
+    LogSessions,
+    RawLine,
+    direction_of,
+    infer_recorder_side,
+    is_initialize_request,
+    iter_lines,
+    peek_lines,
+)
+
+_LINE = re.compile(r"(read|write): (.*)", re.S)
+_SNIFF_MESSAGE = re.compile(rb"^(?:read|write): [\[{]", re.M)
+_SNIFF_OTHER_LOG = re.compile(rb"^\s*\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?Z? \[", re.M)
+_MARSHAL_FAILED = "LoggingTransport: failed to marshal:"
+SNIFF_LINES = 50
+
+
+class GoSdkReader:
+    name = "go-sdk"
+
+    def sniff(self, head: bytes) -> bool:
+        lines = [line for line in head.split(b"\n")[:SNIFF_LINES] if line.strip()]
+        sample = b"\n".join(lines)
+        return _SNIFF_MESSAGE.search(sample) is not None and _SNIFF_OTHER_LOG.search(sample) is None
+
+    def read(self, source: InputSource, options: ReadOptions) -> Iterator[Event]:
+        factory = EventFactory(source.name)
+        with source.open_binary() as stream:
+            head, lines = peek_lines(iter_lines(stream))
+            side = _side_from_vantage(options.vantage) or infer_recorder_side(_samples(head))
+            assumed = side is None
+            side = side or Side.CLIENT
+            sessions = LogSessions(
+                factory, source.name, self.name, Transport.STDIO,
+                options.vantage or (Vantage.CLIENT if side is Side.CLIENT else Vantage.SERVER),
+                timestamps=False,
+            )
+            directions = {"write": direction_of(side), "read": direction_of(side.other)}
+            for raw in lines:
+                problems = list(factory.line_problems(raw, sessions.key(None)))
+                if problems:
+                    yield from problems
+                    continue
+                text, bad_utf8 = factory.decode_utf8(raw, None, sessions.key(None))
+                if bad_utf8 is not None:
+                    yield bad_utf8
+                match = _LINE.match(text)
+                if match is None:
+                    if text.startswith(_MARSHAL_FAILED):
+                        yield factory.anomaly(
+                            raw.number, None, sessions.key(None), "input.unrecognized-line",
+                            "LoggingTransport could not marshal a message; the line holds no message",
+                        )
+                    continue
+                verb, payload = match.groups()
+                yield from sessions.begin(None, raw.number, None, initialize=is_initialize_request(payload))
+                if assumed:
+                    assumed = False
+                    yield factory.anomaly(
+                        raw.number, None, sessions.key(None), "input.side-assumed",
+                        "no message in the first lines shows which side wrote this log; "
+                        "assumed the client (override with --vantage server)",
+                    )
+                yield from factory.messages(
+                    payload, line=raw.number, ts=None, session_key=sessions.key(None),
+                    direction=directions[verb], unterminated=raw.unterminated,
+                )
+
+
+def _side_from_vantage(vantage: Vantage | None) -> Side | None:
+    if vantage is Vantage.CLIENT:
+        return Side.CLIENT
+    if vantage is Vantage.SERVER:
+        return Side.SERVER
+    return None
+
+
+def _samples(head: list[RawLine]) -> Iterator[tuple[bool, Message]]:
+    for raw in head:
+        if not raw.data.startswith((b"read: ", b"write: ")):
+            continue
+        verb, _, payload = raw.data.partition(b": ")
+        decoded = decode_text(payload)
+        if decoded is not None:
+            for message in decoded.messages:
+                yield verb == b"write", message
+
+
+READER = GoSdkReader()
