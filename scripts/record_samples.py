@@ -42,16 +42,8 @@ MODERN = "2026-07-28"
 
 
 def recorder(out: Path) -> list[str]:
-    """The recorder command line: `python -m analyzer record -o OUT --`."""
-    if (REPO / "analyzer" / "cli.py").exists():
-        return [sys.executable, "-m", "analyzer", "record", "-o", str(out), "--"]
-    # Only until analyzer/cli.py lands: the same analyzer.recorder.record() without the CLI wiring.
-    print("note: analyzer.cli is missing; calling analyzer.recorder.record() directly", file=sys.stderr)
-    shim = (
-        "import sys; from pathlib import Path; from analyzer.recorder import record; "
-        "raise SystemExit(record(sys.argv[2:], Path(sys.argv[1])))"
-    )
-    return [sys.executable, "-c", shim, str(out)]
+    """The recorder command line, as a host would be configured: `python -m analyzer record -o OUT --`."""
+    return [sys.executable, "-m", "analyzer", "record", "-o", str(out), "--"]
 
 
 def child_env() -> dict[str, str]:
@@ -88,9 +80,7 @@ class ProgressGate:
             self.event.set()
 
 
-async def call_cancelled_by_caller(
-    client: Any, tool: str, arguments: dict[str, Any], after_progress: int
-) -> None:
+async def call_cancelled_by_caller(client: Any, tool: str, arguments: dict[str, Any], after_progress: int) -> None:
     """`call_tool` inside an anyio cancel scope that is cancelled once `after_progress` progress arrived."""
     gate = ProgressGate(after_progress)
     async with anyio.create_task_group() as tg:
@@ -109,9 +99,7 @@ async def call_timing_out(client: Any, tool: str, arguments: dict[str, Any], tim
     from mcp.shared.exceptions import MCPError
 
     try:
-        await client.call_tool(
-            tool, arguments, read_timeout_seconds=timeout, progress_callback=ProgressGate(99)
-        )
+        await client.call_tool(tool, arguments, read_timeout_seconds=timeout, progress_callback=ProgressGate(99))
     except MCPError as exc:
         if "timed out" not in str(exc):
             raise
@@ -140,9 +128,7 @@ async def sdk_clean_session_modern(out: Path) -> None:
     async with sdk_client(out) as client:
         await client.list_tools()
         await client.call_tool("add", {"a": 2, "b": 3})
-        await client.call_tool(
-            "count_words", {"text": "one two three", "steps": 2}, progress_callback=ProgressGate(9)
-        )
+        await client.call_tool("count_words", {"text": "one two three", "steps": 2}, progress_callback=ProgressGate(9))
         await client.read_resource("ledger://entries")
 
 
@@ -220,9 +206,7 @@ def legacy_handshake(client: ScriptedClient, version: str = "2025-11-25") -> Non
     client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
 
-def tools_call(
-    request_id: int, name: str, arguments: dict[str, Any], *, modern: bool = False
-) -> dict[str, Any]:
+def tools_call(request_id: int, name: str, arguments: dict[str, Any], *, modern: bool = False) -> dict[str, Any]:
     meta: dict[str, Any] = {"progressToken": f"tok-{request_id}"}
     if modern:
         meta["io.modelcontextprotocol/protocolVersion"] = MODERN
@@ -284,11 +268,14 @@ def hw_server_unanswered(out: Path) -> None:
 
 
 def hw_client_cancels_initialize(out: Path) -> None:
-    # Against the real SDK server: the initialize request and its cancel go out in one write.
+    # Against the real SDK server. A ping first (allowed before initialize) waits until the server
+    # is up; then the initialize request and a cancel of it go out in one write, then a ping.
     client = scripted(out, [sys.executable, SDK_SERVER])
+    client.send({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    client.expect_id(1)
     initialize = {
         "jsonrpc": "2.0",
-        "id": 1,
+        "id": 2,
         "method": "initialize",
         "params": {
             "protocolVersion": "2025-11-25",
@@ -296,11 +283,10 @@ def hw_client_cancels_initialize(out: Path) -> None:
             "clientInfo": {"name": "cancelwire-scripted-client", "version": "0"},
         },
     }
-    client.send_raw(
-        json.dumps(initialize, separators=(",", ":")) + "\n" + json.dumps(cancel(1, "changed my mind"))
-    )
-    client.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    client.send_raw(json.dumps(initialize, separators=(",", ":")) + "\n" + json.dumps(cancel(2, "changed my mind")))
     client.expect_id(2)
+    client.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+    client.expect_id(3)
     finish(client)
 
 
@@ -369,9 +355,7 @@ def run(name: str, out_dir: Path) -> Path:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", nargs="*", choices=sorted(SCENARIOS), help="record only these samples")
     parser.add_argument("--out", type=Path, default=REPO / "sample_captures" / "stdio")
     args = parser.parse_args()

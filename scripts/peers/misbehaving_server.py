@@ -1,15 +1,15 @@
 """HAND-WRITTEN MISBEHAVING MCP SERVER (stdio), for sample recordings only. Not an SDK.
 
 No SDK misbehaves this way on purpose, so this plain-Python peer speaks JSON-RPC lines on
-stdin/stdout itself, deterministically: every reaction is triggered by a line it read, never
-by a timer, so re-recording gives the same message sequence.
+stdin/stdout itself, deterministically: every reaction is triggered by a line it read (pauses
+only space out what it then writes), so re-recording gives the same message sequence.
 
     python scripts/peers/misbehaving_server.py BEHAVIOUR
 
 BEHAVIOUR:
   late-result      tools/call of `slow_write` sends progress 0, then waits; when it reads
                    `notifications/cancelled` for that call it still sends progress 1 and 2 and
-                   then the result (violates CAN-3, PRG-3; CAN-4 in 2026-07-28)
+                   then the result, 0.2 s apart (violates CAN-3, PRG-3; CAN-4 in 2026-07-28)
   non-json-stdout  prints a banner line that is not JSON on stdout before answering initialize,
                    and another after the tools/call result (violates STD-2)
   unanswered       never answers tools/call; exits when stdin closes, leaving it open
@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
+AFTER_CANCEL_PAUSE = 0.2
 TOOLS = [
     {
         "name": "slow_write",
@@ -112,11 +114,16 @@ def main(behaviour: str) -> int:
                 and pending_call is not None
                 and params.get("requestId") == pending_call["id"]
             ):
-                # The misbehaviour: keep going after the cancel as if nothing happened.
+                # The misbehaviour: keep going after the cancel as if nothing happened. The pauses
+                # only make it plain from timing alone that each line left well after the cancel was
+                # read (a proxy cannot see when the server read it); the sequence does not depend on them.
                 token = ((pending_call.get("params") or {}).get("_meta") or {}).get("progressToken")
                 if token is not None:
+                    time.sleep(AFTER_CANCEL_PAUSE)
                     progress(token, 1, 3)
+                    time.sleep(AFTER_CANCEL_PAUSE)
                     progress(token, 2, 3)
+                time.sleep(AFTER_CANCEL_PAUSE)
                 send(
                     result(
                         pending_call,

@@ -18,9 +18,7 @@ Message = dict[str, Any]
 
 
 class ScriptedClient:
-    def __init__(
-        self, command: list[str], *, cwd: str | None = None, env: dict[str, str] | None = None
-    ) -> None:
+    def __init__(self, command: list[str], *, cwd: str | None = None, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=cwd, env=env, bufsize=0
         )
