@@ -139,6 +139,8 @@ def main() -> int:
 
     try:
         asyncio.run(run())
+    except KeyboardInterrupt:  # uvicorn re-raises the SIGINT it handled, after a graceful shutdown
+        pass
     finally:
         note(f"side effects performed: {SIDE_EFFECTS}")
         log.close()
