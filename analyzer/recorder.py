@@ -91,21 +91,31 @@ class _Transcript:
 
 
 class _LineSplitter:
-    """Cuts one direction's byte stream into transcript records; holds at most one partial line."""
+    """Cuts one direction's byte stream into transcript records; holds at most one partial line.
+
+    The partial line is kept as a list of pieces, so a long line arriving in many chunks costs
+    linear time (no re-concatenation per chunk).
+    """
 
     def __init__(self, direction: str) -> None:
         self.direction = direction
-        self._buf = b""
+        self._pieces: list[bytes] = []
 
     def feed(self, chunk: bytes, ts: float) -> list[dict[str, Any]]:
-        data = self._buf + chunk if self._buf else chunk
-        *lines, self._buf = data.split(b"\n")
-        return [self._record(line, ts, eol=True) for line in lines]
+        if b"\n" not in chunk:
+            if chunk:
+                self._pieces.append(chunk)
+            return []
+        first, *middle, rest = chunk.split(b"\n")
+        head = b"".join([*self._pieces, first]) if self._pieces else first
+        self._pieces = [rest] if rest else []
+        return [self._record(line, ts, eol=True) for line in (head, *middle)]
 
     def finish(self, ts: float) -> list[dict[str, Any]]:
-        if not self._buf:
+        if not self._pieces:
             return []
-        rest, self._buf = self._buf, b""
+        rest = b"".join(self._pieces)
+        self._pieces = []
         return [self._record(rest, ts, eol=False)]
 
     def _record(self, raw: bytes, ts: float, *, eol: bool) -> dict[str, Any]:

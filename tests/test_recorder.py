@@ -188,6 +188,28 @@ def test_request_is_recorded_before_the_reply_it_causes(tmp_path: Path) -> None:
     ]
 
 
+def test_long_line_written_in_many_small_chunks(tmp_path: Path) -> None:
+    child = python_child(
+        """
+        import os
+        for _ in range(128):
+            os.write(1, b"x" * 32768)   # 4 MiB line in 32 KiB writes
+        os.write(1, b"\\nend\\n")
+        """
+    )
+    out = tmp_path / "t.jsonl"
+    host = Host(b"")
+    started = time.monotonic()
+    assert host.record(child, out) == 0
+    assert time.monotonic() - started < 10
+    assert bytes(host.stdout) == b"x" * (128 * 32768) + b"\nend\n"
+    assert without_ts(load(out)[1:]) == [
+        {"dir": "s2c", "line": "x" * (128 * 32768)},
+        {"dir": "s2c", "line": "end"},
+        {"event": "process-exited", "status": 0},
+    ]
+
+
 def test_returns_when_the_server_exits_while_the_host_keeps_stdin_open(tmp_path: Path) -> None:
     out = tmp_path / "t.jsonl"
     host = Host(None)  # stdin stays open: the host never closes it
