@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regenerate the HTTP sample captures in sample_captures/http/ (see its README.md).
 
-    .venv/bin/python scripts/capture_samples.py [--only NAME ...] [--keep-logs DIR]
+    .venv/bin/python scripts/capture_samples.py [--only NAME ...] [--keep-logs DIR] [--out DIR]
 
 Needs root (or capture rights on ``lo``) and tshark.  Only loopback traffic: every peer binds
 127.0.0.1.  For each scenario it
@@ -93,9 +93,7 @@ class Proc:
         self.name = name
         self.errpath = logdir / f"{name}.stderr"
         self._err = open(self.errpath, "w")  # noqa: SIM115
-        self.p = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=self._err, text=True, env=env, cwd=ROOT
-        )
+        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._err, text=True, env=env, cwd=ROOT)
 
     def wait_ready(self, timeout: float = 15.0) -> None:
         box: list[str] = []
@@ -234,15 +232,29 @@ def sdk_scenario(
     pcap, slog = OUT / f"{name}.pcapng", OUT / f"{name}.server.jsonl"
     server = Proc(
         f"{name}-server",
-        [PY, str(PEERS / "http_sdk_server.py"), "--port", str(port), "--log", str(slog),
-         "--transport", transport, "--max-seconds", "40", *(server_extra or [])],
+        [
+            PY,
+            str(PEERS / "http_sdk_server.py"),
+            "--port",
+            str(port),
+            "--log",
+            str(slog),
+            "--transport",
+            transport,
+            "--max-seconds",
+            "40",
+            *(server_extra or []),
+        ],
         ctx.logdir,
     )
     try:
         server.wait_ready()
         with capture(pcap, f"tcp port {port}", ctx.logdir):
-            run_client(f"{name}-client", [PY, str(PEERS / "http_sdk_client.py"), flow,
-                                          f"http://127.0.0.1:{port}{path}"], ctx.logdir)
+            run_client(
+                f"{name}-client",
+                [PY, str(PEERS / "http_sdk_client.py"), flow, f"http://127.0.0.1:{port}{path}"],
+                ctx.logdir,
+            )
     finally:
         server.stop()
     check_capture(pcap)
@@ -267,15 +279,26 @@ def s_client_stops_reading(ctx: Ctx) -> None:
     pcap, slog = OUT / f"{name}.pcapng", OUT / f"{name}.server.jsonl"
     server = Proc(
         f"{name}-server",
-        [PY, str(PEERS / "http_sdk_server.py"), "--port", str(port), "--log", str(slog),
-         "--sndbuf", "4096", "--max-seconds", "40"],
+        [
+            PY,
+            str(PEERS / "http_sdk_server.py"),
+            "--port",
+            str(port),
+            "--log",
+            str(slog),
+            "--sndbuf",
+            "4096",
+            "--max-seconds",
+            "40",
+        ],
         ctx.logdir,
     )
     try:
         server.wait_ready()
         with capture(pcap, f"tcp port {port}", ctx.logdir):
-            run_client(f"{name}-client", [PY, str(PEERS / "http_raw_clients.py"), "stops-reading", str(port)],
-                       ctx.logdir)
+            run_client(
+                f"{name}-client", [PY, str(PEERS / "http_raw_clients.py"), "stops-reading", str(port)], ctx.logdir
+            )
             time.sleep(0.5)
     finally:
         server.stop()
@@ -298,8 +321,7 @@ def s_bad_server(ctx: Ctx) -> None:
     try:
         server.wait_ready()
         with capture(pcap, f"tcp port {port}", ctx.logdir):
-            run_client(f"{name}-client", [PY, str(PEERS / "http_raw_clients.py"), "half-close", str(port)],
-                       ctx.logdir)
+            run_client(f"{name}-client", [PY, str(PEERS / "http_raw_clients.py"), "half-close", str(port)], ctx.logdir)
             server.p.wait(20)  # it exits by itself after its last write
     finally:
         server.stop()
@@ -318,7 +340,7 @@ def make_cert(tmp: Path) -> tuple[Path, Path]:
 
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
         .subject_name(name)
@@ -334,9 +356,7 @@ def make_cert(tmp: Path) -> tuple[Path, Path]:
     cert_path, key_path = tmp / "cert.pem", tmp / "key.pem"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     )
     return cert_path, key_path
 
@@ -350,16 +370,39 @@ def s_tls(ctx: Ctx) -> None:
         keys.unlink()
     server = Proc(
         f"{name}-server",
-        [PY, str(PEERS / "http_sdk_server.py"), "--port", str(port), "--log", str(slog),
-         "--tls-cert", str(cert), "--tls-key", str(key), "--max-seconds", "40"],
+        [
+            PY,
+            str(PEERS / "http_sdk_server.py"),
+            "--port",
+            str(port),
+            "--log",
+            str(slog),
+            "--tls-cert",
+            str(cert),
+            "--tls-key",
+            str(key),
+            "--max-seconds",
+            "40",
+        ],
         ctx.logdir,
     )
     try:
         server.wait_ready()
         with capture(pcap, f"tcp port {port}", ctx.logdir):
-            run_client(f"{name}-client", [PY, str(PEERS / "http_sdk_client.py"), "cancel-close-stream",
-                                          f"https://127.0.0.1:{port}/mcp", "--cafile", str(cert),
-                                          "--keylog", str(keys)], ctx.logdir)
+            run_client(
+                f"{name}-client",
+                [
+                    PY,
+                    str(PEERS / "http_sdk_client.py"),
+                    "cancel-close-stream",
+                    f"https://127.0.0.1:{port}/mcp",
+                    "--cafile",
+                    str(cert),
+                    "--keylog",
+                    str(keys),
+                ],
+                ctx.logdir,
+            )
     finally:
         server.stop()
     if not keys.exists() or "CLIENT_TRAFFIC_SECRET_0" not in keys.read_text():
@@ -407,12 +450,24 @@ def s_unrelated(ctx: Ctx) -> None:
     www = ctx.tmp / "www"
     www.mkdir(exist_ok=True)
     (www / "hello.txt").write_text("Just a static file. No MCP here.\n")
-    server = Proc(f"{name}-server", [PY, "-u", "-c", (
-        "import functools, http.server, sys\n"
-        "h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[2])\n"
-        "s = http.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), h)\n"
-        "print('READY', flush=True)\n"
-        "s.serve_forever()\n"), str(port), str(www)], ctx.logdir)
+    server = Proc(
+        f"{name}-server",
+        [
+            PY,
+            "-u",
+            "-c",
+            (
+                "import functools, http.server, sys\n"
+                "h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[2])\n"
+                "s = http.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), h)\n"
+                "print('READY', flush=True)\n"
+                "s.serve_forever()\n"
+            ),
+            str(port),
+            str(www),
+        ],
+        ctx.logdir,
+    )
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     udp.bind(("127.0.0.1", uport))
     udp.settimeout(5)
@@ -452,10 +507,14 @@ SCENARIOS: dict[str, Callable[[Ctx], None]] = {
 
 
 def main() -> int:
+    global OUT
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="*", choices=list(SCENARIOS), help="run only these scenarios")
     ap.add_argument("--keep-logs", help="copy the peers' stderr logs into this directory")
+    ap.add_argument("--out", help="write the captures here instead of sample_captures/http")
     args = ap.parse_args()
+    if args.out:
+        OUT = Path(args.out).resolve()
     if not shutil.which(TSHARK):
         print("tshark not found", file=sys.stderr)
         return 2

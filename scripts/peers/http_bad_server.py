@@ -119,8 +119,10 @@ def main() -> int:
             err = None
         except OSError as exc:  # EPIPE / ECONNRESET: nothing reached the wire
             err = f"{type(exc).__name__}: {exc.strerror}"
-        note(f"wrote {'chunk terminator' if message is None else message.get('method', 'result')}"
-             f" (peer {peer}){' -> ' + err if err else ''}")
+        note(
+            f"wrote {'chunk terminator' if message is None else message.get('method', 'result')}"
+            f" (peer {peer}){' -> ' + err if err else ''}"
+        )
         if message is not None:
             write_log("send", message, peer=peer, **({"send_error": err} if err else {}))
     time.sleep(0.2)

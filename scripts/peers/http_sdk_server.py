@@ -32,7 +32,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from http_asgi_tee import JsonlLog, TeeMiddleware  # noqa: E402
+from http_asgi_tee import JsonlLog, TeeMiddleware
 
 SIDE_EFFECTS: list[str] = []
 
