@@ -304,9 +304,7 @@ class Conn:
     zero_window: bool = False
     reset: bool = False
 
-    @property
-    def server(self) -> tuple[str, int]:
-        return self.client if self.client is not None else ("?", 0)
+    server: tuple[str, int] = ("?", 0)
 
     def current(self) -> Exchange | None:
         """The exchange whose response is being sent (the oldest one not finished)."""
@@ -473,6 +471,7 @@ class _Run:
             conn = self.conns[f.stream] = Conn(f.stream)
         if conn.client is None:
             conn.client = self._client_side(f)
+            conn.server = (f.dst, f.dport) if conn.client == (f.src, f.sport) else (f.src, f.sport)
         from_client = (f.src, f.sport) == conn.client
         flow = conn.up if from_client else conn.down
         if f.flags & SYN:
