@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from analyzer import outcomes
 from analyzer.catalog import Rule, load_catalog
 from analyzer.engine import Engine, Skip
-from analyzer.errors import CancelwireError, InputError
+from analyzer.errors import CancelwireError, InputError, UnknownFormatError
 from analyzer.model import (
     Anomaly,
     CancelledCall,
@@ -45,6 +45,8 @@ class InputSummary:
     events: int
     error: str | None = None
     """Why the input could not be read at all (then nothing of it was analysed)."""
+    skipped: str | None = None
+    """Why a file found by walking a directory was not read (not a format cancelwire reads)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +63,7 @@ class AuditResult:
 
     @property
     def readable(self) -> bool:
-        return any(i.error is None for i in self.inputs)
+        return any(i.error is None and i.skipped is None for i in self.inputs)
 
     def exit_status(self, fail_on: Severity | None) -> int:
         if not self.readable:
@@ -118,12 +120,20 @@ def audit(
     for source in _sources(paths, inputs, on_input_error):
         try:
             reader = choose_reader(source, options.input_format)
+        except UnknownFormatError as exc:
+            if source.walked:
+                inputs.append(InputSummary(source.name, None, (), 0, skipped="not a format cancelwire reads"))
+                continue
+            inputs.append(InputSummary(source.name, None, (), 0, exc.message))
+            if on_input_error:
+                on_input_error(exc)
+            continue
         except InputError as exc:
             inputs.append(InputSummary(source.name, None, (), 0, exc.message))
             if on_input_error:
                 on_input_error(exc)
             continue
-        counter = _Counter(reader.read(source, options.read))
+        counter = _Counter(reader.read(source, _read_options(source, options.read)))
         keys: list[str] = []
         for item in Reconstructor(source.name, reader.name, options.reconstruct).run(counter):
             if isinstance(item, Anomaly):
@@ -156,6 +166,15 @@ def audit(
         dict(engine.unruled_anomalies),
         tuple(rules),
     )
+
+
+def _read_options(source: InputSource, read: ReadOptions) -> ReadOptions:
+    """A capture's key log beside it (`X.pcapng` + `X.keys`) is used unless --keylog names one."""
+    if read.keylog is None and source.path is not None:
+        sibling = source.path.with_suffix(".keys")
+        if sibling.is_file():
+            return replace(read, keylog=sibling)
+    return read
 
 
 def _sources(

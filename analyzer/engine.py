@@ -177,7 +177,8 @@ class Engine:
         if anchor is not None and first.ts is not None and anchor.ts is not None:
             gap = first.ts - anchor.ts
         certainty = Certainty.EXACT if all(e.certainty is Certainty.EXACT for e in hits) else Certainty.INFERRED
-        evidence = ([anchor.origin] if anchor is not None else []) + [e.origin for e in hits]
+        # one packet can carry several entries (an SSE event and its bytes): cite each place once
+        evidence = list(dict.fromkeys(([anchor.origin] if anchor is not None else []) + [e.origin for e in hits]))
         sender = first.side.value if first.side is not None else "the recording"
         text = _render(
             rule.message,

@@ -2,9 +2,10 @@
 
     CancelwireError
     ├── InputError        an input cannot be read at all (missing, unknown format, tshark failed)
+    │   ├── UnknownFormatError  no reader claims the content
+    │   └── ToolMissingError    an external tool (tshark) is not installed
     ├── RuleFileError     a rule file in rules/ or --rules DIR is invalid
-    ├── ConfigError       cancelwire.toml / [tool.cancelwire] is invalid
-    └── ToolMissingError  an external tool (tshark) is not installed
+    └── ConfigError       cancelwire.toml / [tool.cancelwire] is invalid
 
 Problems inside an input (a bad line, a truncated frame) are never raised: readers yield an
 `Anomaly` and go on. The CLI catches only `CancelwireError`, so a bug still shows a traceback.
@@ -30,6 +31,10 @@ class InputError(CancelwireError):
     def __init__(self, path: str, message: str, hint: str | None = None) -> None:
         super().__init__(f"{path}: {message}", hint)
         self.path = path
+
+
+class UnknownFormatError(InputError):
+    """No reader claims the input's content."""
 
 
 class RuleFileError(CancelwireError):

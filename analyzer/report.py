@@ -148,6 +148,7 @@ def _session(s: Session) -> dict[str, Any]:
 def _unjudged(result: AuditResult) -> list[str]:
     """Everything the audit could not judge, in plain sentences (every format shows these)."""
     notes = [f"{i.path}: not analysed: {i.error}" for i in result.inputs if i.error and not i.sessions]
+    notes += [f"{i.path}: skipped: {i.skipped}" for i in result.inputs if i.skipped]
     notes += [f"{i.path}: reading stopped early: {i.error}" for i in result.inputs if i.error and i.sessions]
     for s in result.sessions:
         if s.revision is None:
@@ -171,7 +172,10 @@ def build(result: AuditResult) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "cancelwire", "version": __version__},
         "inputs": [
-            {"path": i.path, "format": i.format, "sessions": list(i.sessions), "events": i.events, "error": i.error}
+            {
+                "path": i.path, "format": i.format, "sessions": list(i.sessions), "events": i.events,
+                "error": i.error, "skipped": i.skipped,
+            }
             for i in result.inputs
         ],
         "sessions": [_session(s) for s in result.sessions],
@@ -183,6 +187,7 @@ def build(result: AuditResult) -> dict[str, Any]:
         "summary": {
             "inputs": len(result.inputs),
             "inputs_unreadable": sum(1 for i in result.inputs if i.error and not i.sessions),
+            "inputs_skipped": sum(1 for i in result.inputs if i.skipped),
             "sessions": len(result.sessions),
             "requests": sum(s.requests for s in result.sessions),
             "cancellations": len(result.cancellations),

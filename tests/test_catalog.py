@@ -90,7 +90,8 @@ def test_user_rules_load_and_bad_ones_name_file_and_key(tmp_path: Path) -> None:
     assert any(r.id == "ACME101" for r in load_catalog([good]))
     shutil.rmtree(good)
     bad = _copy_rule(tmp_path, "ACME101-acme-late-answer.toml", ('"result", "error-result"', '"respnse"'))
-    with pytest.raises(RuleFileError, match=r'ACME101-acme-late-answer.toml: \[when\].then.event: unknown value .respnse.'):
+    expected = r"ACME101-acme-late-answer.toml: \[when\].then.event: unknown value .respnse."
+    with pytest.raises(RuleFileError, match=expected):
         load_catalog([bad])
 
 

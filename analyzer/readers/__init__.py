@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from analyzer.errors import InputError
+from analyzer.errors import InputError, UnknownFormatError
 from analyzer.model import Event, Vantage
 
 HEAD_BYTES = 64 * 1024
@@ -44,6 +44,8 @@ class InputSource:
     name: str
     path: Path | None
     """None for standard input."""
+    walked: bool = False
+    """Found by walking a directory (not named by the user): an unknown format is skipped, not an error."""
 
     @property
     def compressed(self) -> bool:
@@ -142,7 +144,7 @@ def choose_reader(source: InputSource, forced: str | None) -> Reader:
     for reader in readers:
         if reader.sniff(head):
             return reader
-    raise InputError(
+    raise UnknownFormatError(
         source.name,
         "cannot tell the input format from its content",
         f"force one with --input-format ({', '.join(reader_names())})",
@@ -162,6 +164,6 @@ def expand_inputs(paths: list[str]) -> Iterator[InputSource]:
                 for name in sorted(files):
                     if not name.startswith("."):
                         full = Path(root) / name
-                        yield InputSource(str(full), full)
+                        yield InputSource(str(full), full, walked=True)
         else:
             yield InputSource(given, path)
