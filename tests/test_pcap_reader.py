@@ -599,3 +599,73 @@ def test_keylog_decrypts_tls(tmp_path: Path) -> None:
     plain = read(path)
     assert [getattr(e, "name", None) for e in plain] == ["capture.encrypted", "capture.no-mcp"]
     assert "tcp streams 0 " in plain[0].detail  # type: ignore[union-attr]
+
+
+# ---------------------------------------------------------------------------------------------- samples
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_captures" / "http"
+
+
+def sample(name: str) -> Path:
+    path = SAMPLES / name
+    if not path.exists():
+        pytest.skip(f"{name} not generated (scripts/capture_samples.py)")
+    return path
+
+
+def messages(events: list[Event]) -> list[tuple[Any, ...]]:
+    return [r for r in summary(events) if r[0] in ("c2s", "s2c")]
+
+
+def kinds_in_order(events: list[Event], stream: str) -> list[str]:
+    return [e.kind.value for e in events if isinstance(e, TransportEvent) and e.stream == stream]
+
+
+def test_sample_bad_server_writes_after_disconnect() -> None:
+    events = read(sample("bad-server-writes-after-disconnect.pcapng"))
+    rows = summary(events)
+    progress = ("s2c", "notification", None, "notifications/progress", "tcp0/0")
+    assert [r[:5] for r in messages(events)] == [
+        ("c2s", "request", 1, "tools/call", "tcp0/0"), progress, progress, progress, progress,
+        ("s2c", "result", 1, None, "tcp0/0"), progress,
+    ]
+    closed = rows.index(next(r for r in rows if r[0] == "closed-by-client"))
+    result = rows.index(next(r for r in rows if r[:2] == ("s2c", "result")))
+    assert closed < result and rows[result - 1][0] == "server-bytes"
+    assert kinds_in_order(events, "tcp0/0")[-1] == "reset-by-client"
+
+
+def test_sample_cancel_close_stream_with_and_without_tls() -> None:
+    plain = read(sample("sdk-http-cancel-close-stream.pcapng"))
+    keys = sample("sdk-http-tls.keys")
+    tls = read(sample("sdk-http-tls.pcapng"), keylog=keys)
+    for events in (plain, tls):
+        assert [r[:5] for r in messages(events)] == [
+            ("c2s", "request", 1, "tools/list", "tcp0/0"), ("s2c", "result", 1, None, "tcp0/0"),
+            ("c2s", "request", 2, "tools/call", "tcp0/1"),
+            *[("s2c", "notification", None, "notifications/progress", "tcp0/1")] * 3,
+        ]
+        assert kinds_in_order(events, "tcp0/1")[:2] == ["stream-opened", "closed-by-client"]
+        assert kinds_in_order(events, "tcp0/1")[-1] == "closed-by-server"
+        assert all(e.revision_hint == "2026-07-28" for e in events if isinstance(e, MessageEvent))
+    nokeys = read(sample("sdk-http-tls.pcapng"))
+    assert [getattr(e, "name", None) for e in nokeys] == ["capture.encrypted", "capture.no-mcp"]
+
+
+def test_sample_legacy_sse_counts_a_retransmission_once() -> None:
+    events = read(sample("sdk-legacy-sse.pcapng"))
+    assert {e.transport.value for e in events if isinstance(e, SessionStart)} == {"http-sse"}
+    rows = messages(events)
+    assert [r[1:4] for r in rows].count(("notification", None, "notifications/initialized")) == 1
+    assert rows[-1][1:4] == ("notification", None, "notifications/cancelled")
+    assert {r[4] for r in rows if r[0] == "s2c"} == {"tcp0/0"}
+
+
+def test_sample_negative_inputs() -> None:
+    truncated = read(sample("truncated.pcapng"))
+    names = [e.name for e in truncated if isinstance(e, Anomaly)]
+    assert names == ["capture.truncated"]
+    assert [e.origin.frame for e in truncated if isinstance(e, Anomaly)] == [42]
+    assert kinds_in_order(truncated, "tcp3/0")[-1] == "recording-ended"
+    unrelated = read(sample("unrelated-traffic.pcapng"))
+    assert [getattr(e, "name", None) for e in unrelated] == ["capture.no-mcp"]

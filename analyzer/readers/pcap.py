@@ -287,6 +287,8 @@ class Exchange:
     request_method: str | None = None
     client_closed: bool = False
     last_server_bytes_frame: int = 0
+    answered: bool = False
+    """A JSON-RPC response to this exchange's request went by (the HTTP body may still be open)."""
 
 
 @dataclass(slots=True)
@@ -568,9 +570,7 @@ class _Run:
             self._http(conn, conn.http.close_client())
             ex = conn.current()
             if ex is not None:
-                self._transport(ex, TransportKind.CLOSED_BY_CLIENT,
-                                "client FIN before the response finished" if ex.status
-                                else "client FIN before any response")
+                self._transport(ex, TransportKind.CLOSED_BY_CLIENT, "client FIN " + _progress(ex))
             for open_ex in conn.exchanges.values():
                 open_ex.client_closed = True
         else:
@@ -591,7 +591,7 @@ class _Run:
         if ex is None:
             return
         kind = TransportKind.RESET_BY_CLIENT if from_client else TransportKind.RESET_BY_SERVER
-        self._transport(ex, kind, "TCP RST while the response was not finished")
+        self._transport(ex, kind, "TCP RST " + _progress(ex))
         for open_ex in list(conn.exchanges.values()):
             self._partial(open_ex)
             open_ex.client_closed = True
@@ -609,7 +609,9 @@ class _Run:
         else:
             ex = conn.current()
             if ex is not None and ex.client_closed:
-                self._server_bytes(ex, len(data), "after the client closed the exchange")
+                only_end = data.strip() == b"0"  # just the chunked terminator: no event
+                self._server_bytes(ex, len(data), "after the client closed the exchange"
+                                   + (" (only the end of the chunked body)" if only_end else ""))
             self._http(conn, conn.http.feed_server(data))
 
     def _server_bytes(self, ex: Exchange, size: int, why: str) -> None:
@@ -714,6 +716,9 @@ class _Run:
             self._ex(ex, _problem_build(ts, origin, problem.name, f"{ex.id}: {problem.detail}"))
         for message in decoded.messages:
             self.messages += 1
+            if direction is Direction.S2C and message.id is not None and message.id == ex.request_id \
+                    and message.method is None:
+                ex.answered = True
             self._ex(ex, _message_build(ts, origin, direction, message, ex.id, revision))
 
     def _response_head(self, conn: Conn, ex: Exchange, event: ResponseHead) -> None:
@@ -841,6 +846,15 @@ class _Run:
             else:
                 detail = f"{self.http_conns} HTTP connections but no JSON-RPC message in them"
             self._anomaly(None, "capture.no-mcp", detail)
+
+
+def _progress(ex: Exchange) -> str:
+    """Where the exchange stood when a connection closed: for details that people read."""
+    if not ex.status:
+        return "before any response"
+    if ex.answered:
+        return "after the JSON-RPC response, before the HTTP body ended"
+    return "before the response finished"
 
 
 def _problem_build(ts: float | None, origin: Origin, name: str, detail: str) -> Build:
