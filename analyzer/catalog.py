@@ -62,6 +62,8 @@ class Condition:
     then: Selector | None = None
     never: Selector | None = None
     timing: str | None = None
+    within: float | None = None
+    """Absence shape: the `never` event must come within this many seconds of the anchor."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,8 +295,11 @@ def _severity(ctx: _Ctx, raw: Any) -> tuple[dict[Level, Severity], str | None]:
 
 
 def _condition(ctx: _Ctx, when: Mapping[str, Any]) -> Condition:
-    ctx.unknown_keys(when, ("on", "after", "then", "never", "timing"), "[when]")
-    keys = set(when) - {"timing"}
+    ctx.unknown_keys(when, ("on", "after", "then", "never", "timing", "within"), "[when]")
+    keys = set(when) - {"timing", "within"}
+    within = when.get("within")
+    if within is not None and (keys != {"after", "never"} or not isinstance(within, int | float) or within < 0):
+        raise ctx.fail("[when].within", "goes with after + never, as a number of seconds >= 0")
     if keys == {"on"}:
         on = when["on"]
         if isinstance(on, dict) and "anomaly" in on:
@@ -319,6 +324,7 @@ def _condition(ctx: _Ctx, when: Mapping[str, Any]) -> Condition:
             "absence",
             after=_selector(ctx, when["after"], "[when].after"),
             never=_selector(ctx, when["never"], "[when].never"),
+            within=float(within) if within is not None else None,
         )
     raise ctx.fail("[when]", "needs exactly one of: on; after + then (+ timing); after + never")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from analyzer.catalog import Rule, Selector, Where
+from analyzer.catalog import Condition, Rule, Selector, Where
 from analyzer.model import (
     Anomaly,
     CancelledCall,
@@ -155,18 +155,17 @@ class Engine:
             hits = [e for e in tl.entries if _selects(cond.on, tl, e, cancelled)]
             return (None, hits) if hits else None
         assert cond.after is not None
-        anchor = next((e for e in tl.entries if _selects(cond.after, tl, e, cancelled)), None)
-        if anchor is None:
-            return None
-        later = [e for e in tl.entries if e.seq > anchor.seq]
         if cond.shape == "pair":
             assert cond.then is not None
-            hits = [e for e in later if _selects(cond.then, tl, e, cancelled) and _timed(cond.timing, tl, anchor, e)]
+            anchor = next((e for e in tl.entries if _selects(cond.after, tl, e, cancelled)), None)
+            if anchor is None:
+                return None
+            hits = [
+                e for e in tl.entries
+                if e.seq > anchor.seq and _selects(cond.then, tl, e, cancelled) and _timed(cond.timing, tl, anchor, e)
+            ]
             return (anchor, hits) if hits else None
-        assert cond.never is not None
-        if not tl.ended_by_recording or any(_selects(cond.never, tl, e, cancelled) for e in later):
-            return None
-        return anchor, [e for e in later if e.kind is EntryKind.RECORDING_ENDED]
+        return _absence(cond, tl, cancelled)
 
     def _finding(
         self, rule: Rule, level: Level, tl: RequestTimeline, anchor: TimelineEntry | None, hits: list[TimelineEntry]
@@ -206,6 +205,32 @@ class Engine:
             level=level,
             more_evidence=max(0, len(evidence) - MAX_EVIDENCE),
         )
+
+
+def _absence(
+    cond: Condition, tl: RequestTimeline, cancelled: CancelledCall | None
+) -> tuple[TimelineEntry, list[TimelineEntry]] | None:
+    """Nothing matching `never` followed the anchor (within `within` seconds, when given)."""
+    assert cond.after is not None and cond.never is not None
+    never = cond.never
+    # an anchor that itself ends the wait (a close that is also the cancel) is no anchor
+    anchor = next(
+        (e for e in tl.entries if _selects(cond.after, tl, e, cancelled) and not _selects(never, tl, e, cancelled)),
+        None,
+    )
+    if anchor is None:
+        return None
+    closer = next((e for e in tl.entries if e.seq > anchor.seq and _selects(never, tl, e, cancelled)), None)
+    if closer is None:
+        if not tl.ended_by_recording:
+            return None
+        closer = tl.entries[-1]
+    elif cond.within is None:
+        return None
+    if cond.within is not None:
+        if closer.ts is None or anchor.ts is None or closer.ts - anchor.ts <= cond.within:
+            return None  # closed in time, or no clock to tell
+    return anchor, [closer]
 
 
 def _selects(sel: Selector, tl: RequestTimeline, entry: TimelineEntry, cancelled: CancelledCall | None) -> bool:

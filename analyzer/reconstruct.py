@@ -538,7 +538,7 @@ class Reconstructor:
             )
             return
         entry = self._entry(kind, sender, event)
-        self._add(session, item, entry)
+        self._add(session, item, entry, says_cancelled=_says_cancelled(message))
         first_reply = not item.replied
         item.replied = True
         if first_reply and kind is EntryKind.RESULT:
@@ -643,13 +643,15 @@ class Reconstructor:
             method, excerpt = None, event.detail
         return TimelineEntry(kind, side, event.seq, event.ts, event.origin, event.stream, method, excerpt=excerpt)
 
-    def _add(self, session: _SessionState, item: _Open, entry: TimelineEntry) -> None:
+    def _add(self, session: _SessionState, item: _Open, entry: TimelineEntry, *, says_cancelled: bool = False) -> None:
         if item.cancel is not None and entry is not item.cancel.entry:
-            relation, certainty = self._relate(session, item, entry)
+            relation, certainty = self._relate(session, item, entry, says_cancelled)
             entry = replace(entry, relation=relation, certainty=certainty)
         item.entries.append(entry)
 
-    def _relate(self, session: _SessionState, item: _Open, entry: TimelineEntry) -> tuple[Relation, Certainty]:
+    def _relate(
+        self, session: _SessionState, item: _Open, entry: TimelineEntry, says_cancelled: bool
+    ) -> tuple[Relation, Certainty]:
         cancel = item.cancel
         assert cancel is not None  # only called for cancelled timelines
         if entry.seq < cancel.entry.seq:
@@ -666,6 +668,8 @@ class Reconstructor:
             return Relation.AFTER, Certainty.EXACT  # the client's FIN/RST was already on the wire
         if item.proof_seq is not None and entry.seq >= item.proof_seq:
             return Relation.AFTER, Certainty.EXACT
+        if says_cancelled:
+            return Relation.AFTER, Certainty.EXACT  # the reply itself says it answers the cancel
         if entry.ts is None or cancel.entry.ts is None:
             return Relation.CROSSING, Certainty.INFERRED
         window = self.options.race_window
@@ -722,6 +726,18 @@ class Reconstructor:
             verified_by=item.verified_by,
             ended_by_recording=ended,
         )
+
+
+#: The error code SDKs use for "request cancelled" (LSP's RequestCancelled, adopted by the MCP SDKs).
+REQUEST_CANCELLED_CODE = -32800
+
+
+def _says_cancelled(message: Message) -> bool:
+    """An error reply that names the cancel was written after the cancel was read: an ordering proof."""
+    if message.kind is not MessageKind.ERROR:
+        return False
+    text = message.payload.get("message")
+    return message.payload.get("code") == REQUEST_CANCELLED_CODE or (isinstance(text, str) and "cancel" in text.lower())
 
 
 def _declared_revision(params: Mapping[str, Any]) -> Revision | None:
