@@ -161,7 +161,8 @@ class Engine:
             if anchor is None:
                 return None
             hits = [
-                e for e in tl.entries
+                e
+                for e in tl.entries
                 if e.seq > anchor.seq and _selects(cond.then, tl, e, cancelled) and _timed(cond.timing, tl, anchor, e)
             ]
             return (anchor, hits) if hits else None
@@ -227,9 +228,8 @@ def _absence(
         closer = tl.entries[-1]
     elif cond.within is None:
         return None
-    if cond.within is not None:
-        if closer.ts is None or anchor.ts is None or closer.ts - anchor.ts <= cond.within:
-            return None  # closed in time, or no clock to tell
+    if cond.within is not None and (closer.ts is None or anchor.ts is None or closer.ts - anchor.ts <= cond.within):
+        return None  # closed in time, or no clock to tell
     return anchor, [closer]
 
 
