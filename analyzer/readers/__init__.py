@@ -11,6 +11,7 @@ import os
 import shutil
 import sys
 import tempfile
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -46,6 +47,8 @@ class InputSource:
     """None for standard input."""
     walked: bool = False
     """Found by walking a directory (not named by the user): an unknown format is skipped, not an error."""
+    spool: BinaryIO | None = None
+    """Standard input, copied to a temporary file so it can be sniffed and then read."""
 
     @property
     def compressed(self) -> bool:
@@ -54,9 +57,11 @@ class InputSource:
     @contextmanager
     def open_binary(self) -> Iterator[BinaryIO]:
         """The decompressed bytes of the input."""
-        if self.path is None:
-            yield sys.stdin.buffer
+        if self.spool is not None:
+            self.spool.seek(0)
+            yield self.spool
             return
+        assert self.path is not None  # only standard input has no path, and it is spooled
         try:
             raw = self.path.open("rb")
         except OSError as exc:
@@ -65,7 +70,7 @@ class InputSource:
             if raw.read(2) == GZIP_MAGIC:
                 raw.seek(0)
                 with gzip.open(raw, "rb") as unzipped:
-                    yield unzipped  # type: ignore[misc]
+                    yield _CheckedGzip(self.name, unzipped)  # type: ignore[misc]
             else:
                 raw.seek(0)
                 yield raw
@@ -88,6 +93,20 @@ class InputSource:
             with self.open_binary() as src, target.open("wb") as dst:
                 shutil.copyfileobj(src, dst)
             yield target
+
+
+class _CheckedGzip:
+    """A gzip stream whose damage (cut short, bad CRC) is an `InputError` naming the file."""
+
+    def __init__(self, name: str, stream: gzip.GzipFile) -> None:
+        self.name = name
+        self.stream = stream
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            return self.stream.read(size)
+        except (EOFError, OSError, zlib.error) as exc:
+            raise InputError(self.name, f"the gzip data is damaged or cut short ({exc})") from exc
 
 
 def _is_gzip(path: Path) -> bool:
@@ -155,7 +174,10 @@ def expand_inputs(paths: list[str]) -> Iterator[InputSource]:
     """Inputs in a stable order; a directory is walked (hidden files skipped). Missing paths raise."""
     for given in paths:
         if given == "-":
-            yield InputSource("<stdin>", None)
+            spool = tempfile.TemporaryFile(prefix="cancelwire-stdin-")
+            shutil.copyfileobj(sys.stdin.buffer, spool)
+            yield InputSource("<stdin>", None, spool=spool)
+            spool.close()
             continue
         path = Path(given)
         if path.is_dir():
