@@ -120,7 +120,7 @@ def test_gzip_input(tmp_path: Path) -> None:
     packed.write_bytes(gzip.compress((STDIO / "handwritten-client-cancels-unknown-id.jsonl").read_bytes()))
     proc = run("audit", str(packed), "--format", "json")
     assert proc.returncode == 1
-    assert [f["rule"] for f in json.loads(proc.stdout)["findings"]][0] == "cancel-unknown-request"
+    assert json.loads(proc.stdout)["findings"][0]["rule"] == "cancel-unknown-request"
 
 
 def test_settings_file_disables_a_rule_with_its_reason(tmp_path: Path) -> None:

@@ -174,10 +174,9 @@ def expand_inputs(paths: list[str]) -> Iterator[InputSource]:
     """Inputs in a stable order; a directory is walked (hidden files skipped). Missing paths raise."""
     for given in paths:
         if given == "-":
-            spool = tempfile.TemporaryFile(prefix="cancelwire-stdin-")
-            shutil.copyfileobj(sys.stdin.buffer, spool)
-            yield InputSource("<stdin>", None, spool=spool)
-            spool.close()
+            with tempfile.TemporaryFile(prefix="cancelwire-stdin-") as spool:
+                shutil.copyfileobj(sys.stdin.buffer, spool)
+                yield InputSource("<stdin>", None, spool=spool)
             continue
         path = Path(given)
         if path.is_dir():
