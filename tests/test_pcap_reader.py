@@ -18,17 +18,18 @@ import ssl
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from analyzer.errors import InputError
 from analyzer.model import Anomaly, Event, MessageEvent, SessionStart, TransportEvent
 from analyzer.readers import InputSource, ReadOptions
-from analyzer.readers.pcap import READER, Flow, parse_line, tshark_command
+from analyzer.readers.http1 import Flow
+from analyzer.readers.pcap import READER, parse_line, tshark_command
 
 TSHARK = shutil.which("tshark")
 pytestmark = pytest.mark.skipif(TSHARK is None, reason="tshark is not installed")
@@ -540,11 +541,11 @@ def test_sniff_rejects_text() -> None:
 def test_tshark_command_and_line_parsing() -> None:
     cmd = tshark_command("tshark", Path("x.pcapng"), None)
     assert cmd[:4] == ["tshark", "-r", "x.pcapng", "-n"] and "tcp.payload" in cmd
-    line = b"7\t1.5\t0\t10.0.0.1\t\t10.0.0.2\t\t5000\t80\t1\t2\t0x0018\t512\t\t7b7d\n"
+    line = b"7\t1.5\t0\t10.0.0.1\t\t10.0.0.2\t\t5000\t80\t1\t2\t0x0018\t512\t7b7d\n"
     frame = parse_line(line)
     assert frame is not None and not isinstance(frame, int)
     assert (frame.number, frame.src, frame.dport, frame.flags, frame.payload) == (7, "10.0.0.1", 80, 0x18, b"{}")
-    assert parse_line(b"8\t2.0\t\t\t\t\t\t\t\t\t\t\t\t\t\n") == 8
+    assert parse_line(b"8\t2.0\t\t\t\t\t\t\t\t\t\t\t\t\n") == 8
 
 
 def test_flow_reorders_and_skips_duplicates() -> None:
@@ -669,3 +670,27 @@ def test_sample_negative_inputs() -> None:
     assert kinds_in_order(truncated, "tcp3/0")[-1] == "recording-ended"
     unrelated = read(sample("unrelated-traffic.pcapng"))
     assert [getattr(e, "name", None) for e in unrelated] == ["capture.no-mcp"]
+
+
+def test_missing_tshark_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import pyshark.tshark.tshark as pyshark_tshark
+
+    from analyzer.errors import ToolMissingError
+
+    def not_found(*args: Any, **kwargs: Any) -> str:
+        raise pyshark_tshark.TSharkNotFoundException("no tshark")
+
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    monkeypatch.setattr(pyshark_tshark, "get_process_path", not_found)
+    capture_file = tmp_path / "x.pcapng"
+    capture_file.write_bytes(b"\x0a\x0d\x0d\x0a" + b"\x00" * 28)
+    with pytest.raises(ToolMissingError, match="apt-get install tshark"):
+        read(capture_file)
+
+
+def test_stopping_early_stops_tshark(captures: dict[str, tuple[Path, int]]) -> None:
+    path, _ = captures["keepalive"]
+    events = cast(Generator[Event, None, None], READER.read(InputSource(path.name, path), ReadOptions()))
+    first = next(events)
+    assert isinstance(first, SessionStart)
+    events.close()  # the generator's finally kills and reaps tshark; nothing is left running

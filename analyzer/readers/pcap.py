@@ -65,6 +65,7 @@ from analyzer.model import (
 from analyzer.readers import InputSource, ReadOptions
 from analyzer.readers.http1 import (
     MAX_BODY_BYTES,
+    Flow,
     Http1Connection,
     HttpEvent,
     ParseError,
@@ -81,9 +82,10 @@ INSTALL_HINT = "install it: sudo apt-get install tshark (Debian/Ubuntu), or Wire
 MIN_TSHARK = (3, 6)
 FIELDS = (
     "frame.number", "frame.time_epoch", "tcp.stream", "ip.src", "ipv6.src", "ip.dst", "ipv6.dst",
-    "tcp.srcport", "tcp.dstport", "tcp.seq", "tcp.len", "tcp.flags", "tcp.window_size",
-    "tcp.analysis.zero_window", "tcp.payload",
+    "tcp.srcport", "tcp.dstport", "tcp.seq", "tcp.len", "tcp.flags", "tcp.window_size", "tcp.payload",
 )
+"""Sequence numbers are absolute (no sequence analysis, which costs time): `Flow` works modulo 2**32.
+A zero window is `tcp.window_size == 0` (the scaled window) on a frame without SYN/FIN/RST."""
 DECRYPTED_FIELD = "data.data"
 """With a keylog, decrypted TLS records reach the `data` dissector once http's TLS heuristics are off."""
 ANOMALIES = (
@@ -93,8 +95,6 @@ ANOMALIES = (
     # and the JSON-RPC names from `analyzer.jsonrpc`: jsonrpc.batch, jsonrpc.invalid-message, ...
 )
 SYN, RST, FIN, ACK = 0x02, 0x04, 0x01, 0x10
-MAX_HELD_SEGMENTS = 256
-MAX_HELD_BYTES = 4 << 20
 MAX_HELD_EVENTS = 512
 METHODS = (b"GET ", b"POST ", b"DELETE ", b"PUT ", b"HEAD ", b"OPTIONS ", b"PATCH ")
 PCAP_MAGICS = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
@@ -143,16 +143,16 @@ def tshark_version(tshark: str) -> tuple[int, ...]:
 def tshark_command(tshark: str, capture: Path, keylog: Path | None) -> list[str]:
     """The one tshark pass: TCP fields per frame, tab-separated, every occurrence joined by commas."""
     cmd = [tshark, "-r", str(capture), "-n", "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a",
-           "-E", "aggregator=,", "-E", "header=n", "-o", "tcp.relative_sequence_numbers:TRUE",
-           "-o", "tcp.analyze_sequence_numbers:TRUE"]
+           "-E", "aggregator=,", "-E", "header=n", "-o", "tcp.analyze_sequence_numbers:FALSE"]
     fields = list(FIELDS)
     if keylog is not None:
         cmd += ["-o", f"tls.keylog_file:{keylog}", "--disable-heuristic", "http_tls",
                 "--disable-heuristic", "http2_tls", "--disable-protocol", "http,http2"]
         fields.append(DECRYPTED_FIELD)
     else:
-        # nothing below TCP is needed: tshark's own HTTP would only cost time (it also drops open bodies)
-        cmd += ["--disable-protocol", "http,http2,tls"]
+        # nothing above TCP is needed: tshark's own HTTP would only cost time (it also drops open
+        # bodies), and without TLS to decrypt, TCP reassembly is ours
+        cmd += ["--disable-protocol", "http,http2,tls", "-o", "tcp.desegment_tcp_streams:FALSE"]
     for name in fields:
         cmd += ["-e", name]
     return cmd
@@ -170,7 +170,6 @@ class Frame:
     seq: int
     flags: int
     window: int
-    zero_window: bool
     payload: bytes
     decrypted: tuple[bytes, ...]
 
@@ -183,7 +182,7 @@ def parse_line(line: bytes) -> Frame | int | None:
     number = int(cols[0])
     if not cols[2]:
         return number
-    first = [c.split(b",", 1)[0] for c in cols[:14]]
+    first = [c.split(b",", 1)[0] for c in cols[:13]]
     try:
         return Frame(
             number=number,
@@ -196,76 +195,15 @@ def parse_line(line: bytes) -> Frame | int | None:
             seq=int(first[9] or 0),
             flags=int(first[11] or b"0", 16),
             window=int(first[12] or -1),
-            zero_window=bool(first[13]),
-            payload=binascii.a2b_hex(cols[14].split(b",", 1)[0]) if cols[14] else b"",
-            decrypted=tuple(binascii.a2b_hex(x) for x in cols[15].split(b",")) if len(cols) > 15 and cols[15]
+            payload=binascii.a2b_hex(cols[13].split(b",", 1)[0]) if cols[13] else b"",
+            decrypted=tuple(binascii.a2b_hex(x) for x in cols[14].split(b",")) if len(cols) > 14 and cols[14]
             else (),
         )
     except (ValueError, binascii.Error):
         return number
 
 
-# ---------------------------------------------------------------------------------------------- TCP
-
-
-@dataclass(slots=True)
-class Flow:
-    """One direction of a TCP connection, put back in sequence order (duplicates skipped)."""
-
-    next: int | None = None
-    held: dict[int, bytes] = field(default_factory=dict)
-    held_bytes: int = 0
-    fin: bool = False
-
-    def accept(self, seq: int, data: bytes) -> tuple[list[bytes], int]:
-        """In-order bytes this segment releases, and how many bytes were given up as lost (a gap)."""
-        if self.next is None:
-            self.next = seq
-        diff = _seqdiff(seq, self.next)
-        if diff < 0:
-            if diff + len(data) <= 0:
-                return [], 0  # retransmission of bytes already delivered
-            data, diff = data[-diff:], 0
-        if diff > 0:
-            if len(data) > len(self.held.get(seq, b"")):
-                self.held_bytes += len(data) - len(self.held.get(seq, b""))
-                self.held[seq] = data
-            if len(self.held) > MAX_HELD_SEGMENTS or self.held_bytes > MAX_HELD_BYTES:
-                return self.skip_gap()
-            return [], 0
-        out = [data]
-        self.next = (self.next + len(data)) & 0xFFFFFFFF
-        out += self._drain()
-        return out, 0
-
-    def skip_gap(self) -> tuple[list[bytes], int]:
-        """Give up waiting for missing bytes: jump to the oldest held segment."""
-        if not self.held or self.next is None:
-            return [], 0
-        start = min(self.held, key=lambda s: _seqdiff(s, self.next or 0))
-        lost = _seqdiff(start, self.next)
-        self.next = start
-        return self._drain(), max(lost, 0)
-
-    def _drain(self) -> list[bytes]:
-        out: list[bytes] = []
-        progress = True
-        while self.held and progress and self.next is not None:
-            progress = False
-            for seq in list(self.held):
-                diff = _seqdiff(seq, self.next)
-                if diff <= 0:
-                    data = self.held.pop(seq)
-                    self.held_bytes -= len(data)
-                    if diff + len(data) > 0:
-                        out.append(data[-diff:] if diff else data)
-                        self.next = (self.next + len(data) + diff) & 0xFFFFFFFF
-                    progress = True
-        return out
-
-
-def _seqdiff(a: int, b: int) -> int:
-    return ((a - b + 0x80000000) & 0xFFFFFFFF) - 0x80000000
+# ---------------------------------------------------------------------------------------------- state
 
 
 @dataclass(slots=True)
@@ -478,7 +416,7 @@ class _Run:
         flow = conn.up if from_client else conn.down
         if f.flags & SYN:
             flow.next = (f.seq + 1) & 0xFFFFFFFF
-        if from_client and f.window >= 0 and not f.flags & (SYN | RST):
+        if from_client and f.window >= 0 and not f.flags & (SYN | RST | FIN):
             self._window(conn, f)
         if f.payload:
             if conn.kind == "unknown":
@@ -527,8 +465,7 @@ class _Run:
             self.http_conns += 1
 
     def _window(self, conn: Conn, f: Frame) -> None:
-        zero = f.zero_window or f.window == 0
-        if not zero:
+        if f.window != 0:
             conn.zero_window = False
             return
         ex = conn.current()
