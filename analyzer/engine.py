@@ -89,6 +89,8 @@ class Engine:
             group = self._groups.get(key)
             if group is None:
                 group = self._groups[key] = _Group(rule, level, anomaly)
+            if anomaly.origin in group.evidence:
+                continue  # one line can raise the same problem twice (e.g. a batch): cite it once
             group.count += 1
             if len(group.evidence) < MAX_EVIDENCE:
                 group.evidence.append(anomaly.origin)
@@ -100,7 +102,8 @@ class Engine:
         if rule.firing == "once-per-session":
             return (rule.id, anomaly.session_key or anomaly.origin.source)
         if anomaly.request_id is not None:
-            return (rule.id, anomaly.session_key or "", repr(anomaly.request_id))
+            side = anomaly.requester.value if anomaly.requester else ""
+            return (rule.id, anomaly.session_key or "", side, repr(anomaly.request_id))
         return (rule.id, anomaly.origin.display(), str(anomaly.seq))
 
     def finish(self) -> Iterator[Finding]:

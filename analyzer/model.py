@@ -218,6 +218,8 @@ class Anomaly:
     """Filled by reconstruction from the anomaly's session."""
     gap: float | None = None
     """Seconds between the two events an anomaly relates (e.g. a reply and a late cancel), if known."""
+    requester: Side | None = None
+    """Whose id space `request_id` is in (the two peers number their requests separately)."""
 
 
 Event = SessionStart | MessageEvent | TransportEvent | Anomaly

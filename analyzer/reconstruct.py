@@ -150,6 +150,8 @@ class _Tombstone:
     method: str
     seq: int
     ts: float | None
+    judged: bool = True
+    """False for a request flushed or superseded unanswered: a later reply to it is no anomaly."""
 
 
 @dataclass(slots=True)
@@ -164,6 +166,8 @@ class _SessionState:
     tombstones: OrderedDict[tuple[Side, RequestId], _Tombstone] = field(default_factory=OrderedDict)
     tokens: dict[str | int, tuple[Side, RequestId]] = field(default_factory=dict)
     finished_tokens: OrderedDict[str | int, str] = field(default_factory=OrderedDict)
+    task_tokens: OrderedDict[str | int, str] = field(default_factory=OrderedDict)
+    """Tokens of finished task-augmented or unjudged requests: later progress for them is no anomaly."""
     streams: dict[str, list[tuple[Side, RequestId]]] = field(default_factory=dict)
     first_ts: float | None = None
     last_ts: float | None = None
@@ -278,6 +282,7 @@ class Reconstructor:
         request_id: RequestId | None = None,
         method: str | None = None,
         gap: float | None = None,
+        requester: Side | None = None,
     ) -> Anomaly:
         return Anomaly(
             event.seq,
@@ -291,6 +296,7 @@ class Reconstructor:
             session.revision,
             session.start.transport,
             gap,
+            requester,
         )
 
     def _contextualise(self, anomaly: Anomaly) -> Anomaly:
@@ -324,8 +330,7 @@ class Reconstructor:
 
     def _message(self, session: _SessionState, event: MessageEvent) -> Iterator[Output]:
         if event.direction is Direction.NONE:
-            yield self._anomaly(session, event, "input.direction-unknown", "message direction unknown; not judged")
-            return
+            return  # the reader named it (input.direction-unknown); it cannot be placed on a timeline
         session.messages += 1
         sender = Side.CLIENT if event.direction is Direction.C2S else Side.SERVER
         message = event.message
@@ -354,9 +359,10 @@ class Reconstructor:
                 f"{sender} reused id {message.id!r} while its {previous.method} was still unanswered",
                 message.id,
                 method,
+                requester=sender,
             )
             session.open.pop(key)
-            yield from self._finalise(session, previous, ended=False, forget=False)
+            yield from self._finalise(session, previous, ended=False, judged=False)
         elif key in session.tombstones:
             facts = revisions.facts(declared or session.revision)
             if facts is None or facts.unique_ids_per_session:
@@ -367,6 +373,7 @@ class Reconstructor:
                     f"{sender} reused id {message.id!r} of an earlier {session.tombstones[key].method}",
                     message.id,
                     method,
+                    requester=sender,
                 )
         if method == "initialize" and sender is Side.CLIENT:
             info = message.payload.get("clientInfo")
@@ -390,9 +397,10 @@ class Reconstructor:
                 f"id {oldest.request_id!r}) unjudged",
                 oldest.request_id,
                 oldest.method,
+                requester=oldest.requester,
             )
             session.open.pop(oldest.key)
-            yield from self._finalise(session, oldest, ended=False, forget=False)
+            yield from self._finalise(session, oldest, ended=False, judged=False)
 
     def _notification(
         self, session: _SessionState, event: MessageEvent, sender: Side, message: Message
@@ -420,6 +428,8 @@ class Reconstructor:
         key = session.tokens.get(token)
         item = session.open.get(key) if key else None
         if item is None:
+            if token in session.task_tokens:
+                return
             if token in session.finished_tokens:
                 yield self._anomaly(
                     session,
@@ -442,6 +452,7 @@ class Reconstructor:
                     f"progress went from {item.last_progress} to {value}",
                     item.request_id,
                     item.method,
+                    requester=item.requester,
                 )
             item.last_progress = float(value)
 
@@ -469,6 +480,7 @@ class Reconstructor:
                     target,
                     tomb.method,
                     gap,
+                    requester=sender,
                 )
             elif other is not None:
                 yield self._anomaly(
@@ -478,6 +490,7 @@ class Reconstructor:
                     f"{sender} cancelled id {target!r}, which is a request the {sender.other} sent",
                     target,
                     other.method,
+                    requester=sender.other,
                 )
             else:
                 yield self._anomaly(
@@ -486,6 +499,7 @@ class Reconstructor:
                     "cancel.unknown-request",
                     f"{sender} cancelled id {target!r}, never sent",
                     target,
+                    requester=sender,
                 )
             return
         if sender is Side.SERVER and facts is not None and not facts.server_may_cancel:
@@ -496,6 +510,7 @@ class Reconstructor:
                 f"the server cancelled its own id {target!r}; in {session.revision} only the client cancels",
                 target,
                 own.method,
+                requester=sender,
             )
         revision = own.declared_revision or session.revision
         own_facts = revisions.facts(revision)
@@ -512,6 +527,7 @@ class Reconstructor:
                 "closing the request's SSE stream",
                 target,
                 own.method,
+                requester=sender,
             )
         entry = self._entry(EntryKind.CANCEL, sender, event)
         if own.cancel is None:
@@ -521,12 +537,15 @@ class Reconstructor:
     def _reply(self, session: _SessionState, event: MessageEvent, sender: Side, message: Message) -> Iterator[Output]:
         kind = EntryKind.RESULT if message.kind is MessageKind.RESULT else EntryKind.ERROR_RESULT
         if message.null_id or message.id is None:
-            yield self._anomaly(session, event, "jsonrpc.null-id", f"{message.kind} with a null id")
+            if not _null_id_allowed(message, session.revision):
+                yield self._anomaly(session, event, "jsonrpc.null-id", f"{message.kind} with a null id")
             return
         key = (sender.other, message.id)
         item = session.open.get(key)
         if item is None:
             tomb = session.tombstones.get(key)
+            if tomb is not None and not tomb.judged:
+                return  # the reply to a request we flushed unjudged (reported when it was flushed)
             why = f"already answered ({tomb.method})" if tomb else "never requested"
             yield self._anomaly(
                 session,
@@ -535,6 +554,7 @@ class Reconstructor:
                 f"{sender} replied to id {message.id!r}: {why}",
                 message.id,
                 tomb.method if tomb else None,
+                requester=sender.other,
             )
             return
         entry = self._entry(kind, sender, event)
@@ -631,6 +651,7 @@ class Reconstructor:
                 f"notifications/cancelled; in {revision} a disconnect is not a cancel",
                 item.request_id,
                 item.method,
+                requester=item.requester,
             )
 
     # -- timeline helpers --------------------------------------------------------------------
@@ -678,27 +699,30 @@ class Reconstructor:
         gap = entry.ts - cancel.entry.ts
         return (Relation.AFTER if gap > window else Relation.CROSSING), Certainty.INFERRED
 
-    def _finalise(self, session: _SessionState, item: _Open, *, ended: bool, forget: bool = True) -> Iterator[Output]:
+    def _finalise(self, session: _SessionState, item: _Open, *, ended: bool, judged: bool = True) -> Iterator[Output]:
+        """Close a timeline; an unjudged one (flushed, superseded) leaves a tombstone but meets no rule."""
         session.open.pop(item.key, None)
         last = item.entries[-1]
-        if forget:
-            session.tombstones[item.key] = _Tombstone(item.method, last.seq, last.ts)
-            session.tombstones.move_to_end(item.key)
-            if len(session.tombstones) > self.options.max_tombstones:
-                session.tombstones.popitem(last=False)
+        session.tombstones[item.key] = _Tombstone(item.method, last.seq, last.ts, judged)
+        session.tombstones.move_to_end(item.key)
+        if len(session.tombstones) > self.options.max_tombstones:
+            session.tombstones.popitem(last=False)
         token = item.progress_token
         if token is not None and session.tokens.get(token) == item.key:
             del session.tokens[token]
-            session.finished_tokens[token] = item.method
-            if len(session.finished_tokens) > self.options.max_tombstones:
-                session.finished_tokens.popitem(last=False)
+            # a task's progress goes on after its CreateTaskResult (Progress, 2025-11-25)
+            finished = session.task_tokens if "task" in item.params or not judged else session.finished_tokens
+            finished[token] = item.method
+            if len(finished) > self.options.max_tombstones:
+                finished.popitem(last=False)
         if item.stream is not None:
             keys = session.streams.get(item.stream)
             if keys is not None and item.key in keys:
                 keys.remove(item.key)
                 if not keys:
                     del session.streams[item.stream]
-        yield self._timeline(session, item, ended)
+        if judged:
+            yield self._timeline(session, item, ended)
 
     def _timeline(self, session: _SessionState, item: _Open, ended: bool) -> RequestTimeline:
         revision, basis = session.revision, session.revision_basis
@@ -726,6 +750,12 @@ class Reconstructor:
             verified_by=item.verified_by,
             ended_by_recording=ended,
         )
+
+
+def _null_id_allowed(message: Message, revision: Revision | None) -> bool:
+    """An error answering a request whose id could not be read may carry a null id (JSON-RPC 2.0;
+    the MCP schema allows it from 2025-11-25). With no known revision, give it the benefit of the doubt."""
+    return message.kind is MessageKind.ERROR and (revision is None or revision >= "2025-11-25")
 
 
 #: The error code SDKs use for "request cancelled" (LSP's RequestCancelled, adopted by the MCP SDKs).

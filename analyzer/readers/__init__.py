@@ -132,18 +132,10 @@ class Reader(Protocol):
 
 
 def all_readers() -> tuple[Reader, ...]:
-    from analyzer.readers import transcript
+    """Every reader, in sniffing order (most specific first)."""
+    from analyzer.readers import claude_desktop, gosdk, ndjson, pcap, transcript, vscode
 
-    readers: list[Reader] = [transcript.READER]
-    for module_name in ("pcap", "claude_desktop", "vscode", "gosdk", "ndjson"):
-        try:
-            module = __import__(f"analyzer.readers.{module_name}", fromlist=["READER"])
-        except ModuleNotFoundError as exc:
-            if exc.name != f"analyzer.readers.{module_name}":
-                raise
-            continue
-        readers.append(module.READER)
-    return tuple(readers)
+    return (transcript.READER, pcap.READER, claude_desktop.READER, vscode.READER, gosdk.READER, ndjson.READER)
 
 
 def reader_names() -> list[str]:
