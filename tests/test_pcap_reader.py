@@ -694,3 +694,26 @@ def test_stopping_early_stops_tshark(captures: dict[str, tuple[Path, int]]) -> N
     first = next(events)
     assert isinstance(first, SessionStart)
     events.close()  # the generator's finally kills and reaps tshark; nothing is left running
+
+
+def test_lost_segment_is_a_tcp_gap(captures: dict[str, tuple[Path, int]], tmp_path: Path) -> None:
+    path, _ = captures["keepalive"]
+    editcap = shutil.which("editcap")
+    if editcap is None:
+        pytest.skip("editcap is not installed")
+    lost = next(n for n, (_, payload) in frames(path).items() if b"notifications/progress" in payload)
+    holed = tmp_path / "holed.pcapng"
+    subprocess.run([editcap, str(path), str(holed), str(lost)], check=True, capture_output=True)
+    events = read(holed)
+    gaps = [e for e in events if isinstance(e, Anomaly)]
+    assert [(g.name, g.session_key) for g in gaps] == [("capture.tcp-gap", "holed.pcapng#sess-1")]
+    assert "server→client bytes missing" in gaps[0].detail
+    rows = summary(events)
+    # everything before the hole, and the client's later request, are still read; nothing after the hole
+    assert ("s2c", "notification", None, "notifications/progress", "tcp0/1", "sess-1") not in rows
+    assert ("s2c", "result", 2, None, "tcp0/1", "sess-1") not in rows
+    assert rows[-3:] == [
+        ("c2s", "notification", None, "notifications/initialized", "tcp0/2", "sess-1"),
+        ("closed-by-client", "tcp0/1", "sess-1"),  # as far as the capture shows, tcp0/1 never ended
+        ("anomaly", "capture.tcp-gap", "sess-1"),  # found when the server's FIN shows the bytes are lost
+    ]

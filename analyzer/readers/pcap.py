@@ -243,6 +243,9 @@ class Conn:
     last: Exchange | None = None
     zero_window: bool = False
     reset: bool = False
+    gap_up: bool = False
+    gap_down: bool = False
+    """Bytes were lost in that direction: what follows is not read (not even as SERVER_BYTES)."""
 
     server: tuple[str, int] = ("?", 0)
 
@@ -481,9 +484,9 @@ class _Run:
                       f"tcp stream {conn.stream}: {lost} {side} bytes missing from the capture; "
                       f"HTTP in that direction is not read further")
         if from_client:
-            conn.http.client_broken = True
+            conn.http.client_broken = conn.gap_up = True
         else:
-            conn.http.server_broken = True
+            conn.http.server_broken = conn.gap_down = True
 
     def _fin(self, conn: Conn, from_client: bool) -> None:
         flow = conn.up if from_client else conn.down
@@ -537,6 +540,8 @@ class _Run:
     # -- HTTP --------------------------------------------------------------------------------------
 
     def _bytes(self, conn: Conn, from_client: bool, data: bytes) -> None:
+        if conn.gap_up if from_client else conn.gap_down:
+            return
         if conn.reset:
             if not from_client and conn.last is not None:
                 self._server_bytes(conn.last, len(data), "after the connection was reset")
