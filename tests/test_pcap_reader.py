@@ -717,3 +717,17 @@ def test_lost_segment_is_a_tcp_gap(captures: dict[str, tuple[Path, int]], tmp_pa
         ("closed-by-client", "tcp0/1", "sess-1"),  # as far as the capture shows, tcp0/1 never ended
         ("anomaly", "capture.tcp-gap", "sess-1"),  # found when the server's FIN shows the bytes are lost
     ]
+
+
+def test_ipv6_line_and_pyshark_single_frame_lookup() -> None:
+    line = b"3\t1.0\t2\t\t::1\t\t::1\t40000\t8000\t100\t0\t0x0011\t0\t\n"
+    frame = parse_line(line)
+    assert frame is not None and not isinstance(frame, int)
+    assert (frame.src, frame.dst, frame.flags, frame.window, frame.payload) == ("::1", "::1", 0x11, 0, b"")
+    clean = SAMPLES / "sdk-http-clean.pcapng"
+    if not clean.exists():
+        pytest.skip("sample captures not generated")
+    from analyzer.readers.pcap import frame_details
+
+    packet = frame_details(clean, 12)
+    assert int(packet.number) == 12 and int(packet.tcp.flags, 16) & 0x01  # the client's FIN

@@ -782,7 +782,9 @@ class _Run:
         if self.messages == 0:
             if self.frames == 0:
                 detail = "the capture holds no packets"
-            elif self.http_conns == 0 and not self.encrypted:
+            elif self.http_conns == 0 and self.encrypted:
+                detail = f"{self.frames} frames; the only candidates were TLS connections that were not decrypted"
+            elif self.http_conns == 0:
                 detail = (f"{self.frames} frames but no HTTP/1.1 connection (sniffed by request line; "
                           "force ports with --http-port)")
             else:
