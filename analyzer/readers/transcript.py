@@ -15,9 +15,11 @@ from typing import Any, TypeVar
 import orjson
 
 from analyzer.errors import InputError
+from analyzer.jsonrpc import EXCERPT_CHARS, _classify_one, excerpt
 from analyzer.model import (
     Direction,
     Event,
+    Message,
     SessionStart,
     Transport,
     TransportEvent,
@@ -25,7 +27,7 @@ from analyzer.model import (
     Vantage,
 )
 from analyzer.readers import InputSource, ReadOptions
-from analyzer.readers._lines import EventFactory, iter_lines
+from analyzer.readers._lines import EventFactory, RawLine, _new_message_event, _new_origin, iter_line_batches
 
 FORMAT_VERSION = 1
 E = TypeVar("E", Vantage, Transport)
@@ -48,35 +50,106 @@ class TranscriptReader:
     def read(self, source: InputSource, options: ReadOptions) -> Iterator[Event]:
         factory = EventFactory(source.name)
         key = source.name
+        origin_source = source.name
         started = False
+        loads = orjson.loads
+        decode_error = orjson.JSONDecodeError
+        directions = DIRECTIONS
+        new_event, new_origin = _new_message_event, _new_origin
         with source.open_binary() as stream:
-            for raw in iter_lines(stream):
-                problems = list(factory.line_problems(raw, key))
-                if problems:
-                    yield from problems
-                    continue
-                if not raw.data.strip():
-                    continue
-                try:
-                    record = orjson.loads(raw.data)
-                except orjson.JSONDecodeError:
-                    name = "input.truncated-line" if raw.unterminated else "input.non-json-line"
-                    yield factory.anomaly(raw.number, None, key, name, "transcript record is not JSON")
-                    continue
-                if not isinstance(record, dict):
-                    yield factory.anomaly(raw.number, None, key, "input.bad-record", "record is not an object")
-                    continue
-                if "cancelwire_transcript" in record:
-                    if started:
-                        yield factory.anomaly(raw.number, None, key, "input.bad-record", "header after records")
+            # Hot path: one orjson parse of the record and one of its `line`, then straight to the
+            # message event. Anything unusual (a special line, a header, an event record, a line that
+            # is not one JSON-RPC object) goes through the general `_line` / `_record` path.
+            for first, items in iter_line_batches(stream):
+                number = first - 1
+                for data in items:
+                    number += 1
+                    if isinstance(data, RawLine):
+                        for event in self._line(source, factory, key, data, started, options):
+                            if event.__class__ is SessionStart:
+                                started = True
+                            yield event
                         continue
-                    yield self._session_start(source, factory, raw.number, record, options)
-                    started = True
-                    continue
-                if not started:
-                    yield self._session_start(source, factory, raw.number, {}, options)
-                    started = True
-                yield from self._record(factory, key, raw.number, raw.unterminated, record)
+                    try:
+                        record = loads(data)
+                    except decode_error:
+                        if not data.strip():
+                            continue
+                        yield factory.anomaly(number, None, key, "input.non-json-line", "transcript record is not JSON")
+                        continue
+                    if record.__class__ is dict and started and "event" not in record:
+                        direction = record.get("dir")
+                        text = record.get("line")
+                        if direction.__class__ is str and text.__class__ is str:
+                            side = directions.get(direction)
+                            if side is not None and "cancelwire_transcript" not in record:
+                                ts = record.get("ts")
+                                if ts.__class__ is not float:
+                                    ts = _ts(ts)
+                                try:
+                                    value = loads(text)
+                                except decode_error:
+                                    value = None
+                                if value.__class__ is dict:
+                                    one = _classify_one(value, text if len(text) <= EXCERPT_CHARS else excerpt(text))
+                                    if one.__class__ is Message:
+                                        factory.seq += 1
+                                        origin = new_origin(origin_source, number)
+                                        yield new_event(factory.seq, ts, origin, key, side, one)
+                                        continue
+                    for event in self._parsed(source, factory, key, number, False, record, started, options):
+                        if event.__class__ is SessionStart:
+                            started = True
+                        yield event
+
+    def _line(
+        self,
+        source: InputSource,
+        factory: EventFactory,
+        key: str,
+        raw: RawLine,
+        started: bool,
+        options: ReadOptions,
+    ) -> Iterator[Event]:
+        """A line as `iter_lines` gives it (the general path)."""
+        problems = list(factory.line_problems(raw, key))
+        if problems:
+            yield from problems
+            return
+        if not raw.data.strip():
+            return
+        try:
+            record = orjson.loads(raw.data)
+        except orjson.JSONDecodeError:
+            name = "input.truncated-line" if raw.unterminated else "input.non-json-line"
+            yield factory.anomaly(raw.number, None, key, name, "transcript record is not JSON")
+            return
+        yield from self._parsed(source, factory, key, raw.number, raw.unterminated, record, started, options)
+
+    def _parsed(
+        self,
+        source: InputSource,
+        factory: EventFactory,
+        key: str,
+        line: int,
+        unterminated: bool,
+        record: Any,
+        started: bool,
+        options: ReadOptions,
+    ) -> Iterator[Event]:
+        """A parsed record (the general path); yields a `SessionStart` when it starts the session."""
+        if not isinstance(record, dict):
+            yield factory.anomaly(line, None, key, "input.bad-record", "record is not an object")
+            return
+        if "cancelwire_transcript" in record:
+            if started:
+                yield factory.anomaly(line, None, key, "input.bad-record", "header after records")
+                return
+            yield self._session_start(source, factory, line, record, options)
+            return
+        if not started:
+            yield self._session_start(source, factory, line, {}, options)
+        yield from self._record(factory, key, line, unterminated, record)
 
     def _session_start(
         self, source: InputSource, factory: EventFactory, line: int, header: dict[str, Any], options: ReadOptions
@@ -127,7 +200,7 @@ class TranscriptReader:
         text = record.get("line")
         if direction == "stderr":
             return  # stderr is never protocol (it may hold logs); kept in the transcript for people
-        if direction not in DIRECTIONS or not isinstance(text, str):
+        if not isinstance(direction, str) or direction not in DIRECTIONS or not isinstance(text, str):
             yield factory.anomaly(
                 line, ts, key, "input.bad-record", 'record needs "dir" (c2s, s2c or stderr) and a string "line"'
             )
