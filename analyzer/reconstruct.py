@@ -375,9 +375,9 @@ class Reconstructor:
                     method,
                     requester=sender,
                 )
-        if method == "initialize" and sender is Side.CLIENT:
-            info = message.payload.get("clientInfo")
-            session.client_info = info if isinstance(info, dict) else None
+        if sender is Side.CLIENT and session.client_info is None:
+            # initialize params up to 2025-11-25; every request's _meta from 2026-07-28
+            session.client_info = _info(message.payload, "clientInfo")
         item = _Open(sender, message.id, method, event.seq, message.payload, event.stream, declared)
         session.open[key] = item
         session.requests += 1
@@ -575,9 +575,9 @@ class Reconstructor:
             version = result.get("protocolVersion")
             if isinstance(version, str) and not self.options.protocol:
                 session.revision, session.revision_basis = version, RevisionBasis.NEGOTIATED
-            info = result.get("serverInfo")
-            session.server_info = info if isinstance(info, dict) else None
-        elif item.method == "tools/list":
+        if session.server_info is None:
+            session.server_info = _info(result, "serverInfo")
+        if item.method == "tools/list":
             for tool in result.get("tools") or ():
                 if isinstance(tool, dict) and isinstance(tool.get("name"), str):
                     session.tool_effects[tool["name"]] = tool_effect_from_annotations(tool)
@@ -768,6 +768,15 @@ def _says_cancelled(message: Message) -> bool:
         return False
     text = message.payload.get("message")
     return message.payload.get("code") == REQUEST_CANCELLED_CODE or (isinstance(text, str) and "cancel" in text.lower())
+
+
+def _info(payload: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+    """`clientInfo`/`serverInfo` from initialize, or from `_meta` (2026-07-28)."""
+    meta = payload.get("_meta")
+    for value in (payload.get(name), meta.get(f"io.modelcontextprotocol/{name}") if isinstance(meta, dict) else None):
+        if isinstance(value, dict):
+            return value
+    return None
 
 
 def _declared_revision(params: Mapping[str, Any]) -> Revision | None:
