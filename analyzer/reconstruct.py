@@ -24,7 +24,6 @@ from analyzer.model import (
     Anomaly,
     CancelInfo,
     CancelMechanism,
-    Certainty,
     Direction,
     EntryKind,
     Event,
@@ -32,7 +31,6 @@ from analyzer.model import (
     MessageEvent,
     MessageKind,
     Origin,
-    Relation,
     RequestId,
     RequestTimeline,
     Revision,
@@ -46,21 +44,7 @@ from analyzer.model import (
     TransportKind,
     Vantage,
 )
-
-#: Default race windows in seconds, per vantage (see README "Race or violation").
-#: server: the recording is where the cancel is read, so order is exact (window unused).
-#: wire: on loopback the capture sees a packet within microseconds of the write; 10 ms covers
-#:   the receiver's scheduling between reading the cancel POST and acting on it.
-#: proxy: `cancelwire record` relays each line at once; 50 ms covers the server's event loop
-#:   picking up a line that is already in its pipe.
-#: client / unknown: host logs are written by the host's own loop, after its reads; 250 ms.
-DEFAULT_RACE_WINDOWS: Mapping[Vantage, float] = {
-    Vantage.SERVER: 0.0,
-    Vantage.WIRE: 0.01,
-    Vantage.PROXY: 0.05,
-    Vantage.CLIENT: 0.25,
-    Vantage.UNKNOWN: 0.25,
-}
+from analyzer.ordering import relate, says_cancelled
 
 _TRANSPORT_ENTRY: Mapping[TransportKind, tuple[EntryKind, Side | None]] = {
     TransportKind.STREAM_OPENED: (EntryKind.STREAM_OPENED, Side.SERVER),
@@ -91,7 +75,7 @@ class ReconstructOptions:
     vantage: Vantage | None = None
     """`--vantage`: overrides the vantage a reader reported."""
     race_window: float | None = None
-    """`--race-window`: one window for every vantage, instead of `DEFAULT_RACE_WINDOWS`."""
+    """`--race-window`: one window for every vantage, instead of `ordering.DEFAULT_RACE_WINDOWS`."""
     max_open: int = DEFAULT_MAX_OPEN
     """Open requests per session before the oldest is flushed (`reconstruct.too-many-open-requests`)."""
     max_tombstones: int = 50_000
@@ -558,7 +542,7 @@ class Reconstructor:
             )
             return
         entry = self._entry(kind, sender, event)
-        self._add(session, item, entry, says_cancelled=_says_cancelled(message))
+        self._add(session, item, entry, names_cancel=says_cancelled(message))
         first_reply = not item.replied
         item.replied = True
         if first_reply and kind is EntryKind.RESULT:
@@ -664,40 +648,19 @@ class Reconstructor:
             method, excerpt = None, event.detail
         return TimelineEntry(kind, side, event.seq, event.ts, event.origin, event.stream, method, excerpt=excerpt)
 
-    def _add(self, session: _SessionState, item: _Open, entry: TimelineEntry, *, says_cancelled: bool = False) -> None:
+    def _add(self, session: _SessionState, item: _Open, entry: TimelineEntry, *, names_cancel: bool = False) -> None:
         if item.cancel is not None and entry is not item.cancel.entry:
-            relation, certainty = self._relate(session, item, entry, says_cancelled)
+            relation, certainty = relate(
+                item.cancel,
+                item.requester,
+                entry,
+                vantage=session.start.vantage,
+                proof_seq=item.proof_seq,
+                names_cancel=names_cancel,
+                race_window=self.options.race_window,
+            )
             entry = replace(entry, relation=relation, certainty=certainty)
         item.entries.append(entry)
-
-    def _relate(
-        self, session: _SessionState, item: _Open, entry: TimelineEntry, says_cancelled: bool
-    ) -> tuple[Relation, Certainty]:
-        cancel = item.cancel
-        assert cancel is not None  # only called for cancelled timelines
-        if entry.seq < cancel.entry.seq:
-            return Relation.BEFORE, Certainty.EXACT
-        receiver = item.requester.other
-        if entry.side is not receiver:
-            return Relation.AFTER, Certainty.EXACT
-        vantage = session.start.vantage
-        if (vantage is Vantage.SERVER and receiver is Side.SERVER) or (
-            vantage is Vantage.CLIENT and receiver is Side.CLIENT
-        ):
-            return Relation.AFTER, Certainty.EXACT  # recorded where the cancel is read
-        if cancel.mechanism is CancelMechanism.DISCONNECT and vantage is Vantage.WIRE:
-            return Relation.AFTER, Certainty.EXACT  # the client's FIN/RST was already on the wire
-        if item.proof_seq is not None and entry.seq >= item.proof_seq:
-            return Relation.AFTER, Certainty.EXACT
-        if says_cancelled:
-            return Relation.AFTER, Certainty.EXACT  # the reply itself says it answers the cancel
-        if entry.ts is None or cancel.entry.ts is None:
-            return Relation.CROSSING, Certainty.INFERRED
-        window = self.options.race_window
-        if window is None:
-            window = DEFAULT_RACE_WINDOWS[vantage]
-        gap = entry.ts - cancel.entry.ts
-        return (Relation.AFTER if gap > window else Relation.CROSSING), Certainty.INFERRED
 
     def _finalise(self, session: _SessionState, item: _Open, *, ended: bool, judged: bool = True) -> Iterator[Output]:
         """Close a timeline; an unjudged one (flushed, superseded) leaves a tombstone but meets no rule."""
@@ -756,18 +719,6 @@ def _null_id_allowed(message: Message, revision: Revision | None) -> bool:
     """An error answering a request whose id could not be read may carry a null id (JSON-RPC 2.0;
     the MCP schema allows it from 2025-11-25). With no known revision, give it the benefit of the doubt."""
     return message.kind is MessageKind.ERROR and (revision is None or revision >= "2025-11-25")
-
-
-#: The error code SDKs use for "request cancelled" (LSP's RequestCancelled, adopted by the MCP SDKs).
-REQUEST_CANCELLED_CODE = -32800
-
-
-def _says_cancelled(message: Message) -> bool:
-    """An error reply that names the cancel was written after the cancel was read: an ordering proof."""
-    if message.kind is not MessageKind.ERROR:
-        return False
-    text = message.payload.get("message")
-    return message.payload.get("code") == REQUEST_CANCELLED_CODE or (isinstance(text, str) and "cancel" in text.lower())
 
 
 def _info(payload: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:

@@ -1,0 +1,87 @@
+"""Race or violation: where a timeline entry stands relative to its request's cancel.
+
+Decided once per entry, here, and read by the rules and the outcomes. Only the receiver knows whether
+it had read the cancel before it wrote, so the verdict is EXACT only with proof: the recording was
+made where the cancel is read, the cancel was a FIN/RST already on the wire, an ordering proof on
+stdio, or a reply that itself names the cancel. Otherwise the race window decides, INFERRED.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from analyzer.model import (
+    CancelInfo,
+    CancelMechanism,
+    Certainty,
+    Message,
+    MessageKind,
+    Relation,
+    Side,
+    TimelineEntry,
+    Vantage,
+)
+
+#: Default race windows in seconds, per vantage (see README "How cancellations are judged").
+#: server: the recording is where the cancel is read, so order is exact (window unused).
+#: wire: on loopback the capture sees a packet within microseconds of the write; 10 ms covers
+#:   the receiver's scheduling between reading the cancel POST and acting on it.
+#: proxy: `cancelwire record` relays each line at once; 50 ms covers the server's event loop
+#:   picking up a line that is already in its pipe.
+#: client / unknown: host logs are written by the host's own loop, after its reads; 250 ms.
+DEFAULT_RACE_WINDOWS: Mapping[Vantage, float] = {
+    Vantage.SERVER: 0.0,
+    Vantage.WIRE: 0.01,
+    Vantage.PROXY: 0.05,
+    Vantage.CLIENT: 0.25,
+    Vantage.UNKNOWN: 0.25,
+}
+
+#: The error code SDKs use for "request cancelled" (LSP's RequestCancelled, adopted by the MCP SDKs).
+REQUEST_CANCELLED_CODE = -32800
+
+
+def says_cancelled(message: Message) -> bool:
+    """An error reply that names the cancel was written after the cancel was read: an ordering proof."""
+    if message.kind is not MessageKind.ERROR:
+        return False
+    text = message.payload.get("message")
+    return message.payload.get("code") == REQUEST_CANCELLED_CODE or (isinstance(text, str) and "cancel" in text.lower())
+
+
+def relate(
+    cancel: CancelInfo,
+    requester: Side,
+    entry: TimelineEntry,
+    *,
+    vantage: Vantage,
+    proof_seq: int | None,
+    names_cancel: bool,
+    race_window: float | None,
+) -> tuple[Relation, Certainty]:
+    """BEFORE / CROSSING / AFTER for `entry`, with how sure we are.
+
+    `proof_seq`: from this position on, the receiver provably had read the cancel (stdio: it answered
+    a request the requester sent after the cancel; pipes are read in order). `names_cancel`: the entry
+    is a reply that says it answers the cancel.
+    """
+    if entry.seq < cancel.entry.seq:
+        return Relation.BEFORE, Certainty.EXACT
+    receiver = requester.other
+    if entry.side is not receiver:
+        return Relation.AFTER, Certainty.EXACT
+    if (vantage is Vantage.SERVER and receiver is Side.SERVER) or (
+        vantage is Vantage.CLIENT and receiver is Side.CLIENT
+    ):
+        return Relation.AFTER, Certainty.EXACT  # recorded where the cancel is read
+    if cancel.mechanism is CancelMechanism.DISCONNECT and vantage is Vantage.WIRE:
+        return Relation.AFTER, Certainty.EXACT  # the client's FIN/RST was already on the wire
+    if proof_seq is not None and entry.seq >= proof_seq:
+        return Relation.AFTER, Certainty.EXACT
+    if names_cancel:
+        return Relation.AFTER, Certainty.EXACT
+    if entry.ts is None or cancel.entry.ts is None:
+        return Relation.CROSSING, Certainty.INFERRED
+    window = DEFAULT_RACE_WINDOWS[vantage] if race_window is None else race_window
+    gap = entry.ts - cancel.entry.ts
+    return (Relation.AFTER if gap > window else Relation.CROSSING), Certainty.INFERRED
