@@ -227,6 +227,8 @@ class Exchange:
     last_server_bytes_frame: int = 0
     answered: bool = False
     """A JSON-RPC response to this exchange's request went by (the HTTP body may still be open)."""
+    request_unread: bool = False
+    """The request body was too large to read: its replies cannot be matched and are not judged."""
 
 
 @dataclass(slots=True)
@@ -627,8 +629,13 @@ class _Run:
                 self._resolve(ex, None, conn)
             return
         if event.truncated:
+            self.messages += 1  # an MCP body, too large to read: the capture does hold MCP traffic
+            ex.request_unread = True
+            if ex.key is None and ex.waits_for == "":
+                self._resolve(ex, None, conn)
             self._anomaly(ex.key, "http.body-too-large",
-                          f"{ex.id}: request body of {event.body_size} bytes; only {MAX_BODY_BYTES} read")
+                          f"{ex.id}: request body of {event.body_size} bytes skipped (limit {MAX_BODY_BYTES}); "
+                          "replies on this exchange are not judged either")
             return
         decoded = decode_text(event.body)
         if decoded is not None and len(decoded.messages) == 1 and not decoded.batch:
@@ -657,6 +664,8 @@ class _Run:
         for problem in decoded.problems:
             self._ex(ex, _problem_build(ts, origin, problem.name, f"{ex.id}: {problem.detail}"))
         for message in decoded.messages:
+            if ex.request_unread and message.method is None:
+                continue  # a reply to the request we could not read (named in its body-too-large anomaly)
             self.messages += 1
             if direction is Direction.S2C and message.id is not None and message.id == ex.request_id \
                     and message.method is None:
