@@ -27,7 +27,9 @@ def test_wheel_installs_and_audits_outside_the_checkout(tmp_path: Path) -> None:
         check=True, timeout=300,
     )
     sample = ROOT / "sample_captures" / "stdio" / "handwritten-client-cancels-unknown-id.jsonl"
-    script = "import analyzer, sys; from analyzer.cli import main; print(analyzer.__file__); sys.exit(main(sys.argv[1:]))"
+    script = (
+        "import analyzer, sys; from analyzer.cli import main; print(analyzer.__file__); sys.exit(main(sys.argv[1:]))"
+    )
     proc = subprocess.run(
         [sys.executable, "-c", script, "audit", str(sample), "--format", "html", "-o", str(tmp_path / "r.html")],
         cwd=tmp_path, capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(target), "PATH": "/usr/bin"},
