@@ -80,6 +80,8 @@ class ReconstructOptions:
     """Open requests per session before the oldest is flushed (`reconstruct.too-many-open-requests`)."""
     max_tombstones: int = 50_000
     """Finished requests remembered per session for late cancels and late progress."""
+    hold_seconds: float = 300.0
+    """How long a silent cancelled request is kept open for a late reply or a verifying read."""
     verifying_reads: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Tool name → the tools (or `resources/read`) whose later success verifies its effect."""
 
@@ -93,7 +95,11 @@ class _Open:
     request_id: RequestId
     method: str
     seq: int
-    params: Mapping[str, Any]
+    tool: str | None
+    """Tool name of a `tools/call`, else None."""
+    progress_token: str | int | None
+    is_task: bool
+    """Task-augmented (`params.task`): its progress may go on after its CreateTaskResult."""
     stream: str | None
     declared_revision: Revision | None
     entries: list[TimelineEntry] = field(default_factory=list)
@@ -111,17 +117,6 @@ class _Open:
     @property
     def key(self) -> tuple[Side, RequestId]:
         return (self.requester, self.request_id)
-
-    @property
-    def tool(self) -> str | None:
-        name = self.params.get("name") if self.method == "tools/call" else None
-        return name if isinstance(name, str) else None
-
-    @property
-    def progress_token(self) -> str | int | None:
-        meta = self.params.get("_meta")
-        token = meta.get("progressToken") if isinstance(meta, dict) else None
-        return token if isinstance(token, str | int) and not isinstance(token, bool) else None
 
     @property
     def held(self) -> bool:
@@ -153,6 +148,12 @@ class _SessionState:
     task_tokens: OrderedDict[str | int, str] = field(default_factory=OrderedDict)
     """Tokens of finished task-augmented or unjudged requests: later progress for them is no anomaly."""
     streams: dict[str, list[tuple[Side, RequestId]]] = field(default_factory=dict)
+    held: dict[tuple[Side, RequestId], _Open] = field(default_factory=dict)
+    """Cancelled or disconnected requests still open, oldest cancel first (bounded by `hold_seconds`)."""
+    awaiting_proof: dict[tuple[Side, RequestId], _Open] = field(default_factory=dict)
+    """stdio cancels not yet proven read by the receiver, in cancel order."""
+    awaiting_read: dict[tuple[Side, RequestId], _Open] = field(default_factory=dict)
+    """Cancelled tool calls no later read has verified yet."""
     first_ts: float | None = None
     last_ts: float | None = None
     any_ts: bool = False
@@ -203,6 +204,8 @@ class Reconstructor:
             return
         session = self._session(event.session_key, event)
         self._track_time(session, event.ts)
+        if session.held and event.ts is not None:
+            yield from self._expire_held(session, event.ts)
         if isinstance(event, MessageEvent):
             yield from self._message(session, event)
         else:
@@ -362,7 +365,17 @@ class Reconstructor:
         if sender is Side.CLIENT and session.client_info is None:
             # initialize params up to 2025-11-25; every request's _meta from 2026-07-28
             session.client_info = _info(message.payload, "clientInfo")
-        item = _Open(sender, message.id, method, event.seq, message.payload, event.stream, declared)
+        item = _Open(
+            sender,
+            message.id,
+            method,
+            event.seq,
+            _tool(method, message.payload),
+            _progress_token(message.payload),
+            "task" in message.payload,
+            event.stream,
+            declared,
+        )
         session.open[key] = item
         session.requests += 1
         if event.stream is not None:
@@ -372,19 +385,26 @@ class Reconstructor:
             session.tokens[token] = key
         self._add(session, item, self._entry(EntryKind.REQUEST, sender, event))
         if len(session.open) > self.options.max_open:
+            yield from self._overflow(session, event)
+
+    def _overflow(self, session: _SessionState, event: MessageEvent) -> Iterator[Output]:
+        """Too many open requests: judge the oldest cancelled one early, else flush the oldest unjudged."""
+        if session.held:
+            oldest = next(iter(session.held.values()))
+            what, judged = "judged the oldest cancelled request early", True
+        else:
             oldest = next(iter(session.open.values()))
-            yield self._anomaly(
-                session,
-                event,
-                "reconstruct.too-many-open-requests",
-                f"more than {self.options.max_open} open requests; flushed the oldest ({oldest.method} "
-                f"id {oldest.request_id!r}) unjudged",
-                oldest.request_id,
-                oldest.method,
-                requester=oldest.requester,
-            )
-            session.open.pop(oldest.key)
-            yield from self._finalise(session, oldest, ended=False, judged=False)
+            what, judged = "flushed the oldest unjudged", False
+        yield self._anomaly(
+            session,
+            event,
+            "reconstruct.too-many-open-requests",
+            f"more than {self.options.max_open} open requests; {what} ({oldest.method} id {oldest.request_id!r})",
+            oldest.request_id,
+            oldest.method,
+            requester=oldest.requester,
+        )
+        yield from self._finalise(session, oldest, ended=False, judged=judged)
 
     def _notification(
         self, session: _SessionState, event: MessageEvent, sender: Side, message: Message
@@ -516,6 +536,7 @@ class Reconstructor:
         entry = self._entry(EntryKind.CANCEL, sender, event)
         if own.cancel is None:
             own.cancel = CancelInfo(CancelMechanism.NOTIFICATION, entry, reason if isinstance(reason, str) else None)
+            self._hold(session, own)
         self._add(session, own, entry)
 
     def _reply(self, session: _SessionState, event: MessageEvent, sender: Side, message: Message) -> Iterator[Output]:
@@ -547,10 +568,11 @@ class Reconstructor:
         item.replied = True
         if first_reply and kind is EntryKind.RESULT:
             self._learn(session, item, message.payload)
-            self._verify_reads(session, item, entry)
-        self._prove_order(session, item, event.seq)
-        if not item.held and (not item.sse or item.stream_ended):
-            session.open.pop(key)
+            if session.awaiting_read:
+                self._verify_reads(session, item, entry)
+        if session.awaiting_proof:
+            self._prove_order(session, item, event.seq)
+        if self._settled(session, item):
             yield from self._finalise(session, item, ended=False)
 
     def _learn(self, session: _SessionState, item: _Open, result: Mapping[str, Any]) -> None:
@@ -572,27 +594,23 @@ class Reconstructor:
         if read_name is None:
             return
         is_read = read.method == "resources/read" or session.tool_effects.get(read_name) == "read-only"
-        for item in session.open.values():
-            if item.cancel is None or item.verified_by is not None or item.tool is None:
-                continue
-            if item.cancel.entry.seq > read.seq or item is read:
+        for key, item in list(session.awaiting_read.items()):
+            if item.cancel is None or item.cancel.entry.seq > read.seq or item is read or item.tool is None:
                 continue
             mapped = self.options.verifying_reads.get(item.tool)
             if (mapped is not None and read_name in mapped) or (mapped is None and is_read):
                 item.verified_by = replace(reply, method=read_name)
+                del session.awaiting_read[key]
 
     def _prove_order(self, session: _SessionState, answered: _Open, reply_seq: int) -> None:
         """stdio: a reply to a request sent after a cancel proves the cancel was read (in-order pipes)."""
-        if session.start.transport is not Transport.STDIO:
-            return
-        for item in session.open.values():
-            if (
-                item.cancel is not None
-                and item.proof_seq is None
-                and item.requester is answered.requester
-                and item.cancel.entry.seq < answered.seq
-            ):
+        for key, item in list(session.awaiting_proof.items()):
+            assert item.cancel is not None  # only cancelled requests wait for a proof
+            if item.cancel.entry.seq >= answered.seq:
+                break  # in cancel order: no later cancel is proven by this reply either
+            if item.requester is answered.requester:
                 item.proof_seq = reply_seq
+                del session.awaiting_proof[key]
 
     # -- transport ---------------------------------------------------------------------------
 
@@ -610,12 +628,12 @@ class Reconstructor:
                 item.sse = True
             if event.kind in _CLIENT_DISCONNECTS and not item.replied and not item.disconnected:
                 item.disconnected = True
+                session.held.setdefault(key, item)
                 yield from self._disconnect(session, item, entry, event)
             self._add(session, item, entry)
             if event.kind in _STREAM_ENDS:
                 item.stream_ended = True
-                if item.replied and not item.held:
-                    session.open.pop(key)
+                if self._settled(session, item):
                     yield from self._finalise(session, item, ended=False)
 
     def _disconnect(
@@ -626,6 +644,7 @@ class Reconstructor:
         if facts is None or facts.http_disconnect_is_cancel:
             if item.cancel is None:
                 item.cancel = CancelInfo(CancelMechanism.DISCONNECT, entry)
+                self._hold(session, item)
         elif facts.http_disconnect_is_cancel is False and item.cancel is None:
             yield self._anomaly(
                 session,
@@ -662,9 +681,42 @@ class Reconstructor:
             entry = replace(entry, relation=relation, certainty=certainty)
         item.entries.append(entry)
 
+    def _hold(self, session: _SessionState, item: _Open) -> None:
+        """A cancelled request stays open: a late reply or a verifying read can still come."""
+        session.held.setdefault(item.key, item)
+        if session.start.transport is Transport.STDIO:
+            session.awaiting_proof[item.key] = item
+        if item.tool is not None:
+            session.awaiting_read[item.key] = item
+
+    @staticmethod
+    def _settled(session: _SessionState, item: _Open) -> bool:
+        """Nothing later can change this timeline's verdicts: finalise it now and free it.
+
+        Answered on stdio; answered with its stream ended on HTTP, unless cancelled or disconnected,
+        which stay open for what the server may still write (bounded by open streams)."""
+        if not item.replied:
+            return False
+        if session.start.transport is Transport.STDIO:
+            return True
+        return not item.held and (not item.sse or item.stream_ended)
+
+    def _expire_held(self, session: _SessionState, now: float) -> Iterator[Output]:
+        """Silent cancelled requests are judged `hold_seconds` after their cancel (bounded memory)."""
+        while session.held:
+            item = next(iter(session.held.values()))
+            cancelled_at = item.cancel.entry.ts if item.cancel else item.entries[-1].ts
+            if cancelled_at is None or now - cancelled_at <= self.options.hold_seconds:
+                return
+            if session.start.transport is not Transport.STDIO and not item.stream_ended:
+                return  # an open HTTP stream is still watched (bounded by open connections)
+            yield from self._finalise(session, item, ended=False)
+
     def _finalise(self, session: _SessionState, item: _Open, *, ended: bool, judged: bool = True) -> Iterator[Output]:
         """Close a timeline; an unjudged one (flushed, superseded) leaves a tombstone but meets no rule."""
         session.open.pop(item.key, None)
+        for waiting in (session.held, session.awaiting_proof, session.awaiting_read):
+            waiting.pop(item.key, None)
         last = item.entries[-1]
         session.tombstones[item.key] = _Tombstone(item.method, last.seq, last.ts, judged)
         session.tombstones.move_to_end(item.key)
@@ -674,7 +726,7 @@ class Reconstructor:
         if token is not None and session.tokens.get(token) == item.key:
             del session.tokens[token]
             # a task's progress goes on after its CreateTaskResult (Progress, 2025-11-25)
-            finished = session.task_tokens if "task" in item.params or not judged else session.finished_tokens
+            finished = session.task_tokens if item.is_task or not judged else session.finished_tokens
             finished[token] = item.method
             if len(finished) > self.options.max_tombstones:
                 finished.popitem(last=False)
@@ -728,6 +780,17 @@ def _info(payload: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
         if isinstance(value, dict):
             return value
     return None
+
+
+def _tool(method: str, params: Mapping[str, Any]) -> str | None:
+    name = params.get("name") if method == "tools/call" else None
+    return name if isinstance(name, str) else None
+
+
+def _progress_token(params: Mapping[str, Any]) -> str | int | None:
+    meta = params.get("_meta")
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    return token if isinstance(token, str | int) and not isinstance(token, bool) else None
 
 
 def _declared_revision(params: Mapping[str, Any]) -> Revision | None:
