@@ -52,7 +52,7 @@ class _Group:
 class Engine:
     def __init__(self, rules: Iterable[Rule]) -> None:
         self.rules = tuple(rules)
-        self._timeline_rules = [r for r in self.rules if r.condition.shape != "anomaly"]
+        self._timeline_rules = [(r, _starts_from(r)) for r in self.rules if r.condition.shape != "anomaly"]
         self._by_anomaly: dict[str, list[Rule]] = {}
         for rule in self.rules:
             for name in rule.condition.anomalies:
@@ -139,7 +139,14 @@ class Engine:
     # -- timelines -----------------------------------------------------------------------------
 
     def on_timeline(self, timeline: RequestTimeline, cancelled: CancelledCall | None) -> Iterator[Finding]:
-        for rule in self._timeline_rules:
+        kinds = {e.kind for e in timeline.entries}
+        if timeline.cancel is not None:
+            kinds.add(EntryKind.CANCEL)
+        for rule, needs in self._timeline_rules:
+            if needs.isdisjoint(kinds):
+                continue  # the timeline has no entry the condition starts from
+            if rule.condition.shape == "absence" and rule.condition.within is None and not timeline.ended_by_recording:
+                continue
             matched = self._match(rule, timeline, cancelled)
             if matched is None:
                 continue
@@ -209,6 +216,13 @@ class Engine:
             level=level,
             more_evidence=max(0, len(evidence) - MAX_EVIDENCE),
         )
+
+
+def _starts_from(rule: Rule) -> frozenset[EntryKind]:
+    """The entry kinds a timeline must have for the rule's condition to be worth evaluating."""
+    selector = rule.condition.on or rule.condition.after
+    assert selector is not None  # timeline rules have `on` or `after` (the catalogue checks)
+    return selector.events
 
 
 def _absence(

@@ -7,6 +7,8 @@ findings, not outcomes. Silence is judged by what the call may have done (tool a
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from analyzer.model import (
     CancelledCall,
     Certainty,
@@ -17,6 +19,18 @@ from analyzer.model import (
 )
 
 _REPLIES = (EntryKind.RESULT, EntryKind.ERROR_RESULT)
+#: Timeline entries a cancelled call keeps for its report: the request and those around the cancel.
+TIMELINE_CONTEXT = 12
+
+
+def around_cancel(timeline: RequestTimeline) -> RequestTimeline:
+    """The request plus the entries around its cancel, so memory per cancelled call is bounded."""
+    entries = timeline.entries
+    if timeline.cancel is None or len(entries) <= TIMELINE_CONTEXT + 1:
+        return timeline
+    at = next(i for i, e in enumerate(entries) if e.seq >= timeline.cancel.entry.seq)
+    start = max(1, min(at - TIMELINE_CONTEXT // 2, len(entries) - TIMELINE_CONTEXT))
+    return replace(timeline, entries=(entries[0], *entries[start : start + TIMELINE_CONTEXT]))
 
 
 def classify(timeline: RequestTimeline) -> CancelledCall | None:
@@ -65,5 +79,5 @@ def classify(timeline: RequestTimeline) -> CancelledCall | None:
         explanation=why,
         evidence=tuple(evidence),
         verified_by=verified_by,
-        timeline=timeline,
+        timeline=around_cancel(timeline),
     )

@@ -181,44 +181,55 @@ class Reconstructor:
         self.input_format = input_format
         self.options = options
         self.sessions: dict[str, _SessionState] = {}
+        self._out: list[Output] = []
+        """What the event being fed completed, handed on by `run` (no generator per event)."""
         self.last_origin = Origin(source)
         """Where the input ended (the last event read): the evidence for `recording-ended`."""
 
     def run(self, events: Iterable[Event]) -> Iterator[Output]:
+        out = self._out
         last_seq = 0
         for event in events:
             last_seq = event.seq
             self.last_origin = event.origin
-            yield from self.feed(event)
-        yield from self.finish(last_seq)
+            self.feed(event)
+            if out:
+                yield from out
+                out.clear()
+        self.finish(last_seq)
+        yield from out
+        out.clear()
 
     # -- dispatch ----------------------------------------------------------------------------
 
-    def feed(self, event: Event) -> Iterator[Output]:
+    def feed(self, event: Event) -> None:
+        """Take one event; what it completes is appended to the output buffer `run` hands on."""
         if isinstance(event, SessionStart):
             if event.session_key not in self.sessions:
                 self._new_session(event)
             return
         if isinstance(event, Anomaly):
-            yield self._contextualise(event)
+            self._out.append(self._contextualise(event))
             return
         session = self._session(event.session_key, event)
-        self._track_time(session, event.ts)
-        if session.held and event.ts is not None:
-            yield from self._expire_held(session, event.ts)
+        ts = event.ts
+        if ts is not None:
+            self._track_time(session, ts)
+            if session.held:
+                self._expire_held(session, ts)
         if isinstance(event, MessageEvent):
-            yield from self._message(session, event)
+            self._message(session, event)
         else:
-            yield from self._transport(session, event)
+            self._transport(session, event)
 
-    def finish(self, last_seq: int) -> Iterator[Output]:
+    def finish(self, last_seq: int) -> None:
         for session in self.sessions.values():
             end_origin = self.last_origin
             for item in list(session.open.values()):
                 entry = TimelineEntry(EntryKind.RECORDING_ENDED, None, last_seq + 1, session.last_ts, end_origin)
                 self._add(session, item, entry)
-                yield from self._finalise(session, item, ended=True)
-            yield self._session_summary(session)
+                self._finalise(session, item, ended=True)
+            self._out.append(self._session_summary(session))
         self.sessions.clear()
 
     # -- sessions ----------------------------------------------------------------------------
@@ -250,9 +261,7 @@ class Reconstructor:
             )
         return state
 
-    def _track_time(self, session: _SessionState, ts: float | None) -> None:
-        if ts is None:
-            return
+    def _track_time(self, session: _SessionState, ts: float) -> None:
         session.any_ts = True
         if session.first_ts is None:
             session.first_ts = ts
@@ -270,20 +279,22 @@ class Reconstructor:
         method: str | None = None,
         gap: float | None = None,
         requester: Side | None = None,
-    ) -> Anomaly:
-        return Anomaly(
-            event.seq,
-            event.ts,
-            event.origin,
-            session.start.session_key,
-            name,
-            detail,
-            request_id,
-            method,
-            session.revision,
-            session.start.transport,
-            gap,
-            requester,
+    ) -> None:
+        self._out.append(
+            Anomaly(
+                event.seq,
+                event.ts,
+                event.origin,
+                session.start.session_key,
+                name,
+                detail,
+                request_id,
+                method,
+                session.revision,
+                session.start.transport,
+                gap,
+                requester,
+            )
         )
 
     def _contextualise(self, anomaly: Anomaly) -> Anomaly:
@@ -315,23 +326,23 @@ class Reconstructor:
 
     # -- messages ----------------------------------------------------------------------------
 
-    def _message(self, session: _SessionState, event: MessageEvent) -> Iterator[Output]:
+    def _message(self, session: _SessionState, event: MessageEvent) -> None:
         if event.direction is Direction.NONE:
             return  # the reader named it (input.direction-unknown); it cannot be placed on a timeline
         session.messages += 1
         sender = Side.CLIENT if event.direction is Direction.C2S else Side.SERVER
         message = event.message
         if message.kind is MessageKind.REQUEST:
-            yield from self._request(session, event, sender, message)
+            self._request(session, event, sender, message)
         elif message.kind is MessageKind.NOTIFICATION:
-            yield from self._notification(session, event, sender, message)
+            self._notification(session, event, sender, message)
         else:
-            yield from self._reply(session, event, sender, message)
+            self._reply(session, event, sender, message)
 
-    def _request(self, session: _SessionState, event: MessageEvent, sender: Side, message: Message) -> Iterator[Output]:
+    def _request(self, session: _SessionState, event: MessageEvent, sender: Side, message: Message) -> None:
         method = message.method or ""
         if message.null_id or message.id is None:
-            yield self._anomaly(session, event, "jsonrpc.null-id", f"{method} request with a null id", method=method)
+            self._anomaly(session, event, "jsonrpc.null-id", f"{method} request with a null id", method=method)
             return
         key = (sender, message.id)
         declared = _declared_revision(message.payload) or event.revision_hint
@@ -339,7 +350,7 @@ class Reconstructor:
             session.revision, session.revision_basis = declared, RevisionBasis.DECLARED
         previous = session.open.get(key)
         if previous is not None:
-            yield self._anomaly(
+            self._anomaly(
                 session,
                 event,
                 "jsonrpc.duplicate-in-flight-id",
@@ -349,11 +360,11 @@ class Reconstructor:
                 requester=sender,
             )
             session.open.pop(key)
-            yield from self._finalise(session, previous, ended=False, judged=False)
+            self._finalise(session, previous, ended=False, judged=False)
         elif key in session.tombstones:
             facts = revisions.facts(declared or session.revision)
             if facts is None or facts.unique_ids_per_session:
-                yield self._anomaly(
+                self._anomaly(
                     session,
                     event,
                     "jsonrpc.id-reused",
@@ -385,9 +396,9 @@ class Reconstructor:
             session.tokens[token] = key
         self._add(session, item, self._entry(EntryKind.REQUEST, sender, event))
         if len(session.open) > self.options.max_open:
-            yield from self._overflow(session, event)
+            self._overflow(session, event)
 
-    def _overflow(self, session: _SessionState, event: MessageEvent) -> Iterator[Output]:
+    def _overflow(self, session: _SessionState, event: MessageEvent) -> None:
         """Too many open requests: judge the oldest cancelled one early, else flush the oldest unjudged."""
         if session.held:
             oldest = next(iter(session.held.values()))
@@ -395,7 +406,7 @@ class Reconstructor:
         else:
             oldest = next(iter(session.open.values()))
             what, judged = "flushed the oldest unjudged", False
-        yield self._anomaly(
+        self._anomaly(
             session,
             event,
             "reconstruct.too-many-open-requests",
@@ -404,17 +415,15 @@ class Reconstructor:
             oldest.method,
             requester=oldest.requester,
         )
-        yield from self._finalise(session, oldest, ended=False, judged=judged)
+        self._finalise(session, oldest, ended=False, judged=judged)
 
-    def _notification(
-        self, session: _SessionState, event: MessageEvent, sender: Side, message: Message
-    ) -> Iterator[Output]:
+    def _notification(self, session: _SessionState, event: MessageEvent, sender: Side, message: Message) -> None:
         method = message.method or ""
         if method == "notifications/cancelled":
-            yield from self._cancel(session, event, sender, message)
+            self._cancel(session, event, sender, message)
             return
         if method == "notifications/progress":
-            yield from self._progress(session, event, sender, message)
+            self._progress(session, event, sender, message)
             return
         if event.stream is not None and sender is Side.SERVER:
             for key in session.streams.get(event.stream, ()):
@@ -422,12 +431,10 @@ class Reconstructor:
                 if item is not None and item.requester is Side.CLIENT:
                     self._add(session, item, self._entry(EntryKind.RELATED_MESSAGE, sender, event))
 
-    def _progress(
-        self, session: _SessionState, event: MessageEvent, sender: Side, message: Message
-    ) -> Iterator[Output]:
+    def _progress(self, session: _SessionState, event: MessageEvent, sender: Side, message: Message) -> None:
         token = message.payload.get("progressToken")
         if not isinstance(token, str | int) or isinstance(token, bool):
-            yield self._anomaly(session, event, "jsonrpc.invalid-message", "progress without a valid progressToken")
+            self._anomaly(session, event, "jsonrpc.invalid-message", "progress without a valid progressToken")
             return
         key = session.tokens.get(token)
         item = session.open.get(key) if key else None
@@ -435,7 +442,7 @@ class Reconstructor:
             if token in session.task_tokens:
                 return
             if token in session.finished_tokens:
-                yield self._anomaly(
+                self._anomaly(
                     session,
                     event,
                     "progress.after-completion",
@@ -443,13 +450,13 @@ class Reconstructor:
                     method=session.finished_tokens[token],
                 )
             else:
-                yield self._anomaly(session, event, "progress.unknown-token", f"progress for unknown token {token!r}")
+                self._anomaly(session, event, "progress.unknown-token", f"progress for unknown token {token!r}")
             return
         self._add(session, item, self._entry(EntryKind.PROGRESS, sender, event))
         value = message.payload.get("progress")
         if isinstance(value, int | float) and not isinstance(value, bool):
             if item.last_progress is not None and value <= item.last_progress:
-                yield self._anomaly(
+                self._anomaly(
                     session,
                     event,
                     "progress.not-increasing",
@@ -460,10 +467,10 @@ class Reconstructor:
                 )
             item.last_progress = float(value)
 
-    def _cancel(self, session: _SessionState, event: MessageEvent, sender: Side, message: Message) -> Iterator[Output]:
+    def _cancel(self, session: _SessionState, event: MessageEvent, sender: Side, message: Message) -> None:
         target = message.payload.get("requestId")
         if not isinstance(target, str | int) or isinstance(target, bool):
-            yield self._anomaly(session, event, "cancel.unknown-request", "cancel without a valid requestId")
+            self._anomaly(session, event, "cancel.unknown-request", "cancel without a valid requestId")
             return
         reason = message.payload.get("reason")
         facts = revisions.facts(session.revision)
@@ -476,7 +483,7 @@ class Reconstructor:
             tomb = session.tombstones.get((sender, target))
             if tomb is not None:
                 gap = event.ts - tomb.ts if event.ts is not None and tomb.ts is not None else None
-                yield self._anomaly(
+                self._anomaly(
                     session,
                     event,
                     "cancel.after-completion",
@@ -487,7 +494,7 @@ class Reconstructor:
                     requester=sender,
                 )
             elif other is not None:
-                yield self._anomaly(
+                self._anomaly(
                     session,
                     event,
                     "cancel.unknown-request",
@@ -497,7 +504,7 @@ class Reconstructor:
                     requester=sender.other,
                 )
             else:
-                yield self._anomaly(
+                self._anomaly(
                     session,
                     event,
                     "cancel.unknown-request",
@@ -507,7 +514,7 @@ class Reconstructor:
                 )
             return
         if sender is Side.SERVER and facts is not None and not facts.server_may_cancel:
-            yield self._anomaly(
+            self._anomaly(
                 session,
                 event,
                 "cancel.unknown-request",
@@ -523,7 +530,7 @@ class Reconstructor:
             and own_facts
             and not own_facts.http_notification_is_cancel
         ):
-            yield self._anomaly(
+            self._anomaly(
                 session,
                 event,
                 "cancel.mechanism-mismatch",
@@ -539,11 +546,11 @@ class Reconstructor:
             self._hold(session, own)
         self._add(session, own, entry)
 
-    def _reply(self, session: _SessionState, event: MessageEvent, sender: Side, message: Message) -> Iterator[Output]:
+    def _reply(self, session: _SessionState, event: MessageEvent, sender: Side, message: Message) -> None:
         kind = EntryKind.RESULT if message.kind is MessageKind.RESULT else EntryKind.ERROR_RESULT
         if message.null_id or message.id is None:
             if not _null_id_allowed(message, session.revision):
-                yield self._anomaly(session, event, "jsonrpc.null-id", f"{message.kind} with a null id")
+                self._anomaly(session, event, "jsonrpc.null-id", f"{message.kind} with a null id")
             return
         key = (sender.other, message.id)
         item = session.open.get(key)
@@ -552,7 +559,7 @@ class Reconstructor:
             if tomb is not None and not tomb.judged:
                 return  # the reply to a request we flushed unjudged (reported when it was flushed)
             why = f"already answered ({tomb.method})" if tomb else "never requested"
-            yield self._anomaly(
+            self._anomaly(
                 session,
                 event,
                 "jsonrpc.response-to-unknown-id",
@@ -573,7 +580,7 @@ class Reconstructor:
         if session.awaiting_proof:
             self._prove_order(session, item, event.seq)
         if self._settled(session, item):
-            yield from self._finalise(session, item, ended=False)
+            self._finalise(session, item, ended=False)
 
     def _learn(self, session: _SessionState, item: _Open, result: Mapping[str, Any]) -> None:
         """Facts a result teaches: the negotiated revision, peer info, tool annotations."""
@@ -614,7 +621,7 @@ class Reconstructor:
 
     # -- transport ---------------------------------------------------------------------------
 
-    def _transport(self, session: _SessionState, event: TransportEvent) -> Iterator[Output]:
+    def _transport(self, session: _SessionState, event: TransportEvent) -> None:
         mapped = _TRANSPORT_ENTRY.get(event.kind)
         if mapped is None or event.stream is None:
             return  # process exit and session-level closes: facts about the session, not a request
@@ -629,16 +636,14 @@ class Reconstructor:
             if event.kind in _CLIENT_DISCONNECTS and not item.replied and not item.disconnected:
                 item.disconnected = True
                 session.held.setdefault(key, item)
-                yield from self._disconnect(session, item, entry, event)
+                self._disconnect(session, item, entry, event)
             self._add(session, item, entry)
             if event.kind in _STREAM_ENDS:
                 item.stream_ended = True
                 if self._settled(session, item):
-                    yield from self._finalise(session, item, ended=False)
+                    self._finalise(session, item, ended=False)
 
-    def _disconnect(
-        self, session: _SessionState, item: _Open, entry: TimelineEntry, event: TransportEvent
-    ) -> Iterator[Output]:
+    def _disconnect(self, session: _SessionState, item: _Open, entry: TimelineEntry, event: TransportEvent) -> None:
         revision = item.declared_revision or session.revision
         facts = revisions.facts(revision)
         if facts is None or facts.http_disconnect_is_cancel:
@@ -646,7 +651,7 @@ class Reconstructor:
                 item.cancel = CancelInfo(CancelMechanism.DISCONNECT, entry)
                 self._hold(session, item)
         elif facts.http_disconnect_is_cancel is False and item.cancel is None:
-            yield self._anomaly(
+            self._anomaly(
                 session,
                 event,
                 "cancel.mechanism-mismatch",
@@ -701,7 +706,7 @@ class Reconstructor:
             return True
         return not item.held and (not item.sse or item.stream_ended)
 
-    def _expire_held(self, session: _SessionState, now: float) -> Iterator[Output]:
+    def _expire_held(self, session: _SessionState, now: float) -> None:
         """Silent cancelled requests are judged `hold_seconds` after their cancel (bounded memory)."""
         while session.held:
             item = next(iter(session.held.values()))
@@ -710,9 +715,9 @@ class Reconstructor:
                 return
             if session.start.transport is not Transport.STDIO and not item.stream_ended:
                 return  # an open HTTP stream is still watched (bounded by open connections)
-            yield from self._finalise(session, item, ended=False)
+            self._finalise(session, item, ended=False)
 
-    def _finalise(self, session: _SessionState, item: _Open, *, ended: bool, judged: bool = True) -> Iterator[Output]:
+    def _finalise(self, session: _SessionState, item: _Open, *, ended: bool, judged: bool = True) -> None:
         """Close a timeline; an unjudged one (flushed, superseded) leaves a tombstone but meets no rule."""
         session.open.pop(item.key, None)
         for waiting in (session.held, session.awaiting_proof, session.awaiting_read):
@@ -737,7 +742,7 @@ class Reconstructor:
                 if not keys:
                     del session.streams[item.stream]
         if judged:
-            yield self._timeline(session, item, ended)
+            self._out.append(self._timeline(session, item, ended))
 
     def _timeline(self, session: _SessionState, item: _Open, ended: bool) -> RequestTimeline:
         revision, basis = session.revision, session.revision_basis

@@ -6,7 +6,6 @@ nothing from the network (CSS is inline).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import orjson
 
 from analyzer import __version__
 from analyzer.audit import AuditResult
@@ -22,8 +22,6 @@ from analyzer.model import CancelledCall, Finding, Origin, Relation, RequestTime
 #: Bumped on any incompatible change of the JSON report (independent of the tool version).
 SCHEMA_VERSION = 1
 FORMATS = ("text", "json", "md", "html")
-#: Timeline entries shown around each cancel in the HTML report.
-TIMELINE_CONTEXT = 12
 
 
 def templates_dir() -> Path:
@@ -81,11 +79,7 @@ def _finding(f: Finding) -> dict[str, Any]:
 
 
 def _timeline(tl: RequestTimeline) -> list[dict[str, Any]]:
-    entries = list(tl.entries)
-    if tl.cancel is not None and len(entries) > TIMELINE_CONTEXT:
-        at = next(i for i, e in enumerate(entries) if e.seq >= tl.cancel.entry.seq)
-        start = max(0, min(at - TIMELINE_CONTEXT // 2, len(entries) - TIMELINE_CONTEXT))
-        entries = entries[:1] + entries[max(1, start) : start + TIMELINE_CONTEXT]
+    entries = tl.entries  # already cut to the entries around the cancel (outcomes.around_cancel)
     rows = []
     cancel_ts = tl.cancel.entry.ts if tl.cancel else None
     for e in entries:
@@ -173,8 +167,12 @@ def build(result: AuditResult) -> dict[str, Any]:
         "tool": {"name": "cancelwire", "version": __version__},
         "inputs": [
             {
-                "path": i.path, "format": i.format, "sessions": list(i.sessions), "events": i.events,
-                "error": i.error, "skipped": i.skipped,
+                "path": i.path,
+                "format": i.format,
+                "sessions": list(i.sessions),
+                "events": i.events,
+                "error": i.error,
+                "skipped": i.skipped,
             }
             for i in result.inputs
         ],
@@ -232,6 +230,6 @@ def _md_cell(text: Any) -> str:
 def render(result: AuditResult, fmt: str) -> str:
     report = build(result)
     if fmt == "json":
-        return json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+        return orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n"
     template = {"text": "report.txt.j2", "md": "report.md.j2", "html": "report.html.j2"}[fmt]
     return _environment(autoescape=fmt == "html").get_template(template).render(report=report)
