@@ -73,11 +73,10 @@ class TranscriptReader:
                     try:
                         record = loads(data)
                     except decode_error:
-                        if not data.strip():
-                            continue
-                        yield factory.anomaly(number, None, key, "input.non-json-line", "transcript record is not JSON")
+                        if data.strip():
+                            yield from self._line(source, factory, key, RawLine(number, data), started, options)
                         continue
-                    if record.__class__ is dict and started and "event" not in record:
+                    if record.__class__ is dict and started and "event" not in record and "b64" not in record:
                         direction = record.get("dir")
                         text = record.get("line")
                         if direction.__class__ is str and text.__class__ is str:
@@ -121,9 +120,18 @@ class TranscriptReader:
         try:
             record = orjson.loads(raw.data)
         except orjson.JSONDecodeError:
-            name = "input.truncated-line" if raw.unterminated else "input.non-json-line"
-            yield factory.anomaly(raw.number, None, key, name, "transcript record is not JSON")
-            return
+            # a recorder that wrote raw bytes: the record may still be JSON once decoded leniently
+            text, bad_utf8 = factory.decode_utf8(raw, None, key)
+            try:
+                record = orjson.loads(text) if bad_utf8 else None
+            except orjson.JSONDecodeError:
+                record = None
+            if record is None:
+                name = "input.truncated-line" if raw.unterminated else "input.non-json-line"
+                yield factory.anomaly(raw.number, None, key, name, "transcript record is not JSON")
+                return
+            assert bad_utf8 is not None  # record parsed only after a lenient decode
+            yield bad_utf8
         yield from self._parsed(source, factory, key, raw.number, raw.unterminated, record, started, options)
 
     def _parsed(
@@ -205,13 +213,15 @@ class TranscriptReader:
                 line, ts, key, "input.bad-record", 'record needs "dir" (c2s, s2c or stderr) and a string "line"'
             )
             return
+        if "b64" in record:  # the recorder saw bytes that are not UTF-8; `line` holds replacements
+            yield factory.anomaly(line, ts, key, "input.invalid-utf8", "the wire line was not valid UTF-8 (b64 kept)")
         yield from factory.messages(
             text,
             line=line,
             ts=ts,
             session_key=key,
             direction=DIRECTIONS[direction],
-            unterminated=unterminated,
+            unterminated=unterminated or record.get("eol") is False,
             not_json_name="stdio.non-json-line",
         )
 
