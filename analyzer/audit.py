@@ -22,6 +22,7 @@ from analyzer.model import (
 )
 from analyzer.readers import InputSource, ReadOptions, choose_reader, expand_inputs
 from analyzer.reconstruct import ReconstructOptions, Reconstructor
+from analyzer.spool import Spool
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +55,8 @@ class AuditResult:
     inputs: tuple[InputSummary, ...]
     sessions: tuple[Session, ...]
     findings: tuple[Finding, ...]
-    cancellations: tuple[CancelledCall, ...]
+    cancellations: Spool[CancelledCall]
+    """Every cancelled call with its timeline; kept mostly on disk (one pass at a time)."""
     skips: tuple[Skip, ...]
     disabled: dict[str, str]
     """Rule slug → why it did not run (not selected, preview, disabled in config)."""
@@ -116,7 +118,7 @@ def audit(
     inputs: list[InputSummary] = []
     sessions: list[Session] = []
     findings: list[Finding] = []
-    cancellations: list[CancelledCall] = []
+    cancellations: Spool[CancelledCall] = Spool()
     for source in _sources(paths, inputs, on_input_error):
         try:
             reader = choose_reader(source, options.input_format)
@@ -160,7 +162,7 @@ def audit(
         tuple(inputs),
         tuple(sessions),
         tuple(findings),
-        tuple(cancellations),
+        cancellations,
         tuple(engine.skips.values()),
         disabled,
         dict(engine.unruled_anomalies),

@@ -18,7 +18,7 @@ from analyzer.errors import CancelwireError, InputError
 from analyzer.model import REVISIONS, Level, Severity, Vantage
 from analyzer.readers import ReadOptions, reader_names
 from analyzer.reconstruct import DEFAULT_MAX_OPEN, ReconstructOptions
-from analyzer.report import FORMATS, render
+from analyzer.report import FORMATS, write
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -146,15 +146,17 @@ def _audit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     finally:
         if writer:
             writer.close()
-    text = render(result, args.format)
-    if args.output == "-":
-        sys.stdout.write(text)
-    else:
-        try:
-            Path(args.output).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            _error(f"{args.output}: cannot write the report: {exc.strerror}")
-            return 2
+    try:
+        if args.output == "-":
+            write(result, args.format, sys.stdout)
+        else:
+            with open(args.output, "w", encoding="utf-8") as out:
+                write(result, args.format, out)
+    except OSError as exc:
+        _error(f"{args.output}: cannot write the report: {exc.strerror}")
+        return 2
+    finally:
+        result.cancellations.close()
     fail_on = None if args.fail_on == "never" else Severity(args.fail_on)
     return result.exit_status(fail_on)
 

@@ -6,11 +6,12 @@ nothing from the network (CSS is inline).
 
 from __future__ import annotations
 
+import io
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import jinja2
 import orjson
@@ -160,7 +161,27 @@ def _unjudged(result: AuditResult) -> list[str]:
     return notes
 
 
+class _Cancellations:
+    """The cancellations of a report, converted one at a time from the audit's spool (re-iterable)."""
+
+    def __init__(self, result: AuditResult) -> None:
+        self.result = result
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (_cancellation(c) for c in self.result.cancellations)
+
+    def __len__(self) -> int:
+        return len(self.result.cancellations)
+
+
 def build(result: AuditResult) -> dict[str, Any]:
+    """The whole report as plain data (cancellations included: for tests and small audits)."""
+    report = _build(result)
+    report["cancellations"] = list(report["cancellations"])
+    return report
+
+
+def _build(result: AuditResult) -> dict[str, Any]:
     counts = result.counts()
     return {
         "schema_version": SCHEMA_VERSION,
@@ -177,7 +198,7 @@ def build(result: AuditResult) -> dict[str, Any]:
             for i in result.inputs
         ],
         "sessions": [_session(s) for s in result.sessions],
-        "cancellations": [_cancellation(c) for c in result.cancellations],
+        "cancellations": _Cancellations(result),
         "findings": [_finding(f) for f in result.findings],
         "rules": [{"id": r.id, "rule": r.slug, "rev": r.rev, "summary": r.summary} for r in result.rules],
         "disabled_rules": [{"rule": k, "reason": v} for k, v in sorted(result.disabled.items())],
@@ -228,8 +249,38 @@ def _md_cell(text: Any) -> str:
 
 
 def render(result: AuditResult, fmt: str) -> str:
-    report = build(result)
+    out = io.StringIO()
+    write(result, fmt, out)
+    return out.getvalue()
+
+
+def write(result: AuditResult, fmt: str, out: TextIO) -> None:
+    """Write the report as it is produced: memory follows one cancelled call, not all of them."""
+    report = _build(result)
     if fmt == "json":
-        return orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n"
+        _write_json(report, out)
+        return
     template = {"text": "report.txt.j2", "md": "report.md.j2", "html": "report.html.j2"}[fmt]
-    return _environment(autoescape=fmt == "html").get_template(template).render(report=report)
+    stream = _environment(autoescape=fmt == "html").get_template(template).generate(report=report)
+    for chunk in stream:
+        out.write(chunk)
+
+
+def _write_json(report: dict[str, Any], out: TextIO) -> None:
+    """The JSON report, key by key; cancellations one at a time (2-space indentation throughout)."""
+
+    def dump(value: Any, indent: str) -> str:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode().replace("\n", "\n" + indent)
+
+    out.write("{\n")
+    for position, (key, value) in enumerate(report.items()):
+        out.write(f'  "{key}": ')
+        if isinstance(value, _Cancellations):
+            out.write("[")
+            for index, item in enumerate(value):
+                out.write(("," if index else "") + "\n    " + dump(item, "    "))
+            out.write("\n  ]" if len(value) else "]")
+        else:
+            out.write(dump(value, "  "))
+        out.write(",\n" if position < len(report) - 1 else "\n")
+    out.write("}\n")

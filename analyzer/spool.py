@@ -1,0 +1,51 @@
+"""A list that keeps only its newest items in memory and the rest on disk, in order.
+
+Cancelled calls carry the timeline around their cancel for the report, so a recording with many
+cancellations would otherwise hold them all; with a spool, memory follows `in_memory`, not input size.
+"""
+
+from __future__ import annotations
+
+import pickle
+import tempfile
+from collections.abc import Iterator
+from typing import IO, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class Spool(Generic[T]):
+    def __init__(self, in_memory: int = 2000) -> None:
+        self.in_memory = in_memory
+        self._items: list[T] = []
+        self._file: IO[bytes] | None = None
+        self._spilled = 0
+
+    def append(self, item: T) -> None:
+        self._items.append(item)
+        if len(self._items) >= self.in_memory:
+            if self._file is None:
+                # lives as long as the spool; closed by close() (or when the process ends)
+                self._file = tempfile.TemporaryFile(prefix="cancelwire-spool-")  # noqa: SIM115
+            self._file.seek(0, 2)
+            pickle.dump(self._items, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+            self._spilled += len(self._items)
+            self._items = []
+
+    def __len__(self) -> int:
+        return self._spilled + len(self._items)
+
+    def __iter__(self) -> Iterator[T]:
+        if self._file is not None:
+            self._file.seek(0)
+            read = 0
+            while read < self._spilled:
+                batch: list[T] = pickle.load(self._file)  # our own temp file, written above
+                read += len(batch)
+                yield from batch
+        yield from self._items
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
