@@ -160,7 +160,9 @@ class _SessionState:
     ordered: bool = True
     requests: int = 0
     messages: int = 0
-    tombstone_overflow_reported: bool = False
+    tombstones_overflowed: bool = False
+    next_expiry_check: float = float("-inf")
+    """Recording time before which no held request can expire (saves a look per event)."""
 
 
 def tool_effect_from_annotations(tool: Mapping[str, Any]) -> str:
@@ -215,7 +217,7 @@ class Reconstructor:
         ts = event.ts
         if ts is not None:
             self._track_time(session, ts)
-            if session.held:
+            if session.held and ts >= session.next_expiry_check:
                 self._expire_held(session, ts)
         if isinstance(event, MessageEvent):
             self._message(session, event)
@@ -712,6 +714,10 @@ class Reconstructor:
             item = next(iter(session.held.values()))
             cancelled_at = item.cancel.entry.ts if item.cancel else item.entries[-1].ts
             if cancelled_at is None or now - cancelled_at <= self.options.hold_seconds:
+                # nothing expires before the oldest does: look again only then (or a second from now)
+                session.next_expiry_check = (
+                    now + 1.0 if cancelled_at is None else cancelled_at + self.options.hold_seconds
+                )
                 return
             if session.start.transport is not Transport.STDIO and not item.stream_ended:
                 return  # an open HTTP stream is still watched (bounded by open connections)
@@ -727,6 +733,21 @@ class Reconstructor:
         session.tombstones.move_to_end(item.key)
         if len(session.tombstones) > self.options.max_tombstones:
             session.tombstones.popitem(last=False)
+            if not session.tombstones_overflowed:
+                session.tombstones_overflowed = True
+                self._out.append(
+                    Anomaly(
+                        last.seq,
+                        last.ts,
+                        last.origin,
+                        session.start.session_key,
+                        "reconstruct.tombstones-forgotten",
+                        f"more than {self.options.max_tombstones} finished requests; the oldest are forgotten, "
+                        "so a very late cancel, reply or progress for them reads as one for an unknown id",
+                        revision=session.revision,
+                        transport=session.start.transport,
+                    )
+                )
         token = item.progress_token
         if token is not None and session.tokens.get(token) == item.key:
             del session.tokens[token]

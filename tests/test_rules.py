@@ -3,7 +3,7 @@
 tests/rules/<slug>/ holds `triggers.*` (must fire) and `clean.*` (the nearest miss, must not), each
 with `<name>.expect.toml`:
 
-    [options]                 # optional: protocol, vantage, race_window, input_format, keylog
+    [options]                 # optional: protocol, vantage, race_window, input_format, keylog, max_tombstones
     [[finding]]               # every expected finding, exactly
     request_id = 2            # omit for findings with no request
     severity = "warning"
@@ -50,7 +50,10 @@ def _options(slug: str, table: dict[str, Any], base: Path) -> AuditOptions:
         input_format=table.get("input_format"),
         read=ReadOptions(vantage=vantage, keylog=keylog),
         reconstruct=ReconstructOptions(
-            protocol=table.get("protocol"), vantage=vantage, race_window=table.get("race_window")
+            protocol=table.get("protocol"),
+            vantage=vantage,
+            race_window=table.get("race_window"),
+            max_tombstones=table.get("max_tombstones", ReconstructOptions().max_tombstones),
         ),
         select=frozenset({slug}),
     )
