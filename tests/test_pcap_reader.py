@@ -29,7 +29,8 @@ from analyzer.errors import InputError
 from analyzer.model import Anomaly, Event, MessageEvent, SessionStart, TransportEvent
 from analyzer.readers import InputSource, ReadOptions
 from analyzer.readers.http1 import Flow
-from analyzer.readers.pcap import READER, parse_line, tshark_command
+from analyzer.readers.pcap import READER
+from analyzer.readers.tshark_fields import parse_line, tshark_command
 
 TSHARK = shutil.which("tshark")
 pytestmark = pytest.mark.skipif(TSHARK is None, reason="tshark is not installed")

@@ -1,0 +1,108 @@
+"""tshark's field output: the one command cancelwire runs, its version check, and one frame per line.
+
+No pyshark here: `readers/pcap.py` (the only pyshark user) finds tshark and drives the pass.
+"""
+
+from __future__ import annotations
+
+import binascii
+import functools
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from analyzer.errors import ToolMissingError
+
+INSTALL_HINT = "install it: sudo apt-get install tshark (Debian/Ubuntu), or Wireshark's installer elsewhere"
+MIN_TSHARK = (3, 6)
+FIELDS = (
+    "frame.number", "frame.time_epoch", "tcp.stream", "ip.src", "ipv6.src", "ip.dst", "ipv6.dst",
+    "tcp.srcport", "tcp.dstport", "tcp.seq", "tcp.len", "tcp.flags", "tcp.window_size", "tcp.payload",
+)
+"""Sequence numbers are absolute (no sequence analysis, which costs time): `Flow` works modulo 2**32.
+A zero window is `tcp.window_size == 0` (the scaled window) on a frame without SYN/FIN/RST."""
+DECRYPTED_FIELD = "data.data"
+"""With a keylog, decrypted TLS records reach the `data` dissector once http's TLS heuristics are off."""
+
+
+@functools.lru_cache(maxsize=4)
+def tshark_version(tshark: str) -> tuple[int, ...]:
+    """Checked once per tshark binary; older than MIN_TSHARK is refused (field names differ)."""
+    try:
+        out = subprocess.run([tshark, "--version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ToolMissingError("tshark", f"cannot run {tshark}: {exc}", INSTALL_HINT) from exc
+    match = re.search(r"TShark \(Wireshark\) (\d+)\.(\d+)\.(\d+)", out.stdout)
+    if not match:
+        raise ToolMissingError("tshark", f"{tshark} --version did not say its version", INSTALL_HINT)
+    version = tuple(int(part) for part in match.groups())
+    if version[:2] < MIN_TSHARK:
+        raise ToolMissingError(
+            "tshark", f"tshark {'.'.join(map(str, version))} is too old (need {MIN_TSHARK[0]}.{MIN_TSHARK[1]}+)",
+            INSTALL_HINT,
+        )
+    return version
+
+
+def tshark_command(tshark: str, capture: Path, keylog: Path | None) -> list[str]:
+    """The one tshark pass: TCP fields per frame, tab-separated, every occurrence joined by commas."""
+    cmd = [tshark, "-r", str(capture), "-n", "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a",
+           "-E", "aggregator=,", "-E", "header=n", "-o", "tcp.analyze_sequence_numbers:FALSE"]
+    fields = list(FIELDS)
+    if keylog is not None:
+        cmd += ["-o", f"tls.keylog_file:{keylog}", "--disable-heuristic", "http_tls",
+                "--disable-heuristic", "http2_tls", "--disable-protocol", "http,http2"]
+        fields.append(DECRYPTED_FIELD)
+    else:
+        # nothing above TCP is needed: tshark's own HTTP would only cost time (it also drops open
+        # bodies), and without TLS to decrypt, TCP reassembly is ours
+        cmd += ["--disable-protocol", "http,http2,tls", "-o", "tcp.desegment_tcp_streams:FALSE"]
+    for name in fields:
+        cmd += ["-e", name]
+    return cmd
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    number: int
+    ts: float
+    stream: int
+    src: str
+    dst: str
+    sport: int
+    dport: int
+    seq: int
+    flags: int
+    window: int
+    payload: bytes
+    decrypted: tuple[bytes, ...]
+
+
+def parse_line(line: bytes) -> Frame | int | None:
+    """A frame with TCP, the number of a frame without TCP, or None for a line that is not a frame."""
+    cols = line.rstrip(b"\r\n").split(b"\t")
+    if len(cols) < len(FIELDS) or not cols[0].isdigit():
+        return None
+    number = int(cols[0])
+    if not cols[2]:
+        return number
+    first = [c.split(b",", 1)[0] for c in cols[:13]]
+    try:
+        return Frame(
+            number=number,
+            ts=float(first[1]),
+            stream=int(first[2]),
+            src=(first[3] or first[4]).decode(),
+            dst=(first[5] or first[6]).decode(),
+            sport=int(first[7]),
+            dport=int(first[8]),
+            seq=int(first[9] or 0),
+            flags=int(first[11] or b"0", 16),
+            window=int(first[12] or -1),
+            payload=binascii.a2b_hex(cols[13].split(b",", 1)[0]) if cols[13] else b"",
+            decrypted=tuple(binascii.a2b_hex(x) for x in cols[14].split(b",")) if len(cols) > 14 and cols[14]
+            else (),
+        )
+    except (ValueError, binascii.Error):
+        return number
