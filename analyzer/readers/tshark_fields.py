@@ -87,22 +87,22 @@ def parse_line(line: bytes) -> Frame | int | None:
     number = int(cols[0])
     if not cols[2]:
         return number
-    first = [c.split(b",", 1)[0] for c in cols[:13]]
+    # a field occurs more than once only in tunnels and multi-record TLS frames: split only then
+    first = [c.split(b",", 1)[0] for c in cols[:14]] if b"," in line else cols
     try:
         return Frame(
-            number=number,
-            ts=float(first[1]),
-            stream=int(first[2]),
-            src=(first[3] or first[4]).decode(),
-            dst=(first[5] or first[6]).decode(),
-            sport=int(first[7]),
-            dport=int(first[8]),
-            seq=int(first[9] or 0),
-            flags=int(first[11] or b"0", 16),
-            window=int(first[12] or -1),
-            payload=binascii.a2b_hex(cols[13].split(b",", 1)[0]) if cols[13] else b"",
-            decrypted=tuple(binascii.a2b_hex(x) for x in cols[14].split(b",")) if len(cols) > 14 and cols[14]
-            else (),
+            number,
+            float(first[1]),
+            int(first[2]),
+            (first[3] or first[4]).decode(),
+            (first[5] or first[6]).decode(),
+            int(first[7]),
+            int(first[8]),
+            int(first[9] or 0),
+            int(first[11] or b"0", 16),
+            int(first[12] or -1),
+            binascii.a2b_hex(first[13]) if first[13] else b"",
+            tuple(binascii.a2b_hex(x) for x in cols[14].split(b",")) if len(cols) > 14 and cols[14] else (),
         )
     except (ValueError, binascii.Error):
         return number
