@@ -194,6 +194,23 @@ class EventFactory:
                 f"invalid UTF-8 at byte {exc.start}; decoded with replacement characters",
             )
 
+    def simple_message(
+        self, text: str, line: int, ts: float | None, session_key: str, direction: Direction
+    ) -> MessageEvent | None:
+        """The common case on the hot path: `text` is one valid JSON-RPC object (parsed once).
+        None for anything else, which `messages` then handles and names."""
+        try:
+            value = _loads(text)
+        except JSONDecodeError:
+            return None
+        if value.__class__ is not dict:
+            return None
+        one = _classify_one(value, text if len(text) <= EXCERPT_CHARS else excerpt(text))
+        if one.__class__ is not Message:
+            return None
+        self.seq += 1
+        return _new_message_event(self.seq, ts, _new_origin(self.source, line), session_key, direction, one)
+
     def messages(
         self,
         text: str | bytes,
@@ -206,17 +223,11 @@ class EventFactory:
         not_json_name: str = "input.non-json-line",
     ) -> Iterator[Event]:
         """Events for one JSON-RPC text: messages, or anomalies naming what is wrong."""
-        if text.__class__ is str:  # the common case: one JSON-RPC object (decoded once)
-            try:
-                value = _loads(text)
-            except JSONDecodeError:
-                value = None
-            if value.__class__ is dict:
-                one = _classify_one(value, text if len(text) <= EXCERPT_CHARS else excerpt(text))
-                if one.__class__ is Message:
-                    self.seq += 1
-                    yield _new_message_event(self.seq, ts, _new_origin(self.source, line), session_key, direction, one)
-                    return
+        if text.__class__ is str:
+            event = self.simple_message(text, line, ts, session_key, direction)
+            if event is not None:
+                yield event
+                return
         decoded = decode_text(text)
         if decoded is None:
             shown = text if isinstance(text, str) else text.decode("utf-8", "replace")

@@ -15,11 +15,9 @@ from typing import Any, TypeVar
 import orjson
 
 from analyzer.errors import InputError
-from analyzer.jsonrpc import EXCERPT_CHARS, _classify_one, excerpt
 from analyzer.model import (
     Direction,
     Event,
-    Message,
     SessionStart,
     Transport,
     TransportEvent,
@@ -27,7 +25,7 @@ from analyzer.model import (
     Vantage,
 )
 from analyzer.readers import InputSource, ReadOptions
-from analyzer.readers._lines import EventFactory, RawLine, _new_message_event, _new_origin, iter_line_batches
+from analyzer.readers._lines import EventFactory, RawLine, iter_line_batches
 
 FORMAT_VERSION = 1
 E = TypeVar("E", Vantage, Transport)
@@ -50,12 +48,11 @@ class TranscriptReader:
     def read(self, source: InputSource, options: ReadOptions) -> Iterator[Event]:
         factory = EventFactory(source.name)
         key = source.name
-        origin_source = source.name
         started = False
         loads = orjson.loads
         decode_error = orjson.JSONDecodeError
         directions = DIRECTIONS
-        new_event, new_origin = _new_message_event, _new_origin
+        simple = factory.simple_message
         with source.open_binary() as stream:
             # Hot path: one orjson parse of the record and one of its `line`, then straight to the
             # message event. Anything unusual (a special line, a header, an event record, a line that
@@ -85,17 +82,10 @@ class TranscriptReader:
                                 ts = record.get("ts")
                                 if ts.__class__ is not float:
                                     ts = _ts(ts)
-                                try:
-                                    value = loads(text)
-                                except decode_error:
-                                    value = None
-                                if value.__class__ is dict:
-                                    one = _classify_one(value, text if len(text) <= EXCERPT_CHARS else excerpt(text))
-                                    if one.__class__ is Message:
-                                        factory.seq += 1
-                                        origin = new_origin(origin_source, number)
-                                        yield new_event(factory.seq, ts, origin, key, side, one)
-                                        continue
+                                simple_event = simple(text, number, ts, key, side)
+                                if simple_event is not None:
+                                    yield simple_event
+                                    continue
                     for event in self._parsed(source, factory, key, number, False, record, started, options):
                         if event.__class__ is SessionStart:
                             started = True
