@@ -474,7 +474,7 @@ def test_legacy_http_sse(captures: dict[str, tuple[Path, int]]) -> None:
 def test_sessionless_error_status_and_close(captures: dict[str, tuple[Path, int]]) -> None:
     path, port = captures["sessionless"]
     events = read(path)
-    key = f"{HOST}:{port}"
+    key = f"{HOST}->{HOST}:{port}"
     assert summary(events) == [
         ("session", key, "streamable-http"),
         ("c2s", "request", 1, "bad", "tcp0/0", key),

@@ -304,9 +304,12 @@ class _Run:
             self._emit(ex.key, frame, ts, build)
 
     def _fallback_key(self, conn: Conn | None) -> str:
+        """Without a session id (2026-07-28, or before one is issued): one session per client address
+        and server, so two clients' request ids are never taken for one sender's."""
         ip, port = conn.server if conn is not None else ("?", 0)
-        key = f"{self.source.name}#{ip}:{port}"
-        self.labels.setdefault(key, f"{ip}:{port}")
+        client = conn.client[0] if conn is not None and conn.client is not None else "?"
+        key = f"{self.source.name}#{client}->{ip}:{port}"
+        self.labels.setdefault(key, f"{client} -> {ip}:{port}")
         return key
 
     def _transport(self, ex: Exchange, kind: TransportKind, detail: str = "") -> None:
