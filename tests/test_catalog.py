@@ -107,3 +107,11 @@ def test_unknown_placeholder_is_a_load_error(tmp_path: Path) -> None:
     folder = _copy_rule(tmp_path, "ACME101-acme-late-answer.toml", ("{gap}", "{delay}"))
     with pytest.raises(RuleFileError, match=r"message: unknown placeholder \{delay\}"):
         load_catalog([folder])
+
+
+def test_public_api_is_pinned() -> None:
+    import analyzer
+
+    assert analyzer.__all__ == ["AuditOptions", "AuditResult", "__version__", "audit"]
+    result = analyzer.audit([str(ROOT / "sample_captures" / "stdio" / "sdk-cancel-readonly-tool.jsonl")])
+    assert [c.outcome.value for c in result.cancellations] == ["clean"]
