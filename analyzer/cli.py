@@ -62,6 +62,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     a.add_argument("--keylog", type=Path, metavar="FILE", help="captures: TLS key log (SSLKEYLOGFILE format)")
     a.add_argument(
+        "--hold",
+        type=float,
+        default=ReconstructOptions().hold_seconds,
+        metavar="SECONDS",
+        help="how long (recording time) a silent cancelled call waits for a late reply or a verifying read",
+    )
+    a.add_argument(
         "--max-open",
         type=int,
         default=DEFAULT_MAX_OPEN,
@@ -125,6 +132,7 @@ def _audit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             vantage=Vantage(args.vantage) if args.vantage else None,
             race_window=args.race_window if args.race_window is not None else settings.race_window,
             max_open=args.max_open,
+            hold_seconds=args.hold,
             verifying_reads=settings.verifying_reads,
         ),
         rule_dirs=tuple(args.rules),
