@@ -4,14 +4,15 @@ Per session: a pending table keyed by (requester side, request id), since the tw
 separate id spaces; progress tokens linked to their request; HTTP exchange streams linked to the
 requests they carry; a bounded tombstone set of finished requests (late cancels, late progress).
 
-A timeline is finalised (and handed to the rules) when it is answered and its response stream, if
-any, has ended. A cancelled or disconnected timeline stays open until the session ends, because a
-late reply or a later verifying read can still arrive. Memory follows open requests, not input size.
+A timeline is finalised (and handed to the rules) as soon as nothing later can change its verdicts:
+answered on stdio; answered with its stream ended on HTTP. A cancelled request that got no reply is
+held for `hold_seconds` of recording time (a late reply or a verifying read may still come); an HTTP
+request whose client disconnected is held while its stream is open. Memory follows open requests and
+held cancels, not input size.
 
 Where each entry stands relative to the cancel (BEFORE / CROSSING / AFTER, exact or inferred) is
-decided here, once, in `_relate`; rules and outcomes only read the tag.
+decided once per entry, with `ordering.relate`; rules and outcomes only read the tag.
 """
-
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -361,7 +362,6 @@ class Reconstructor:
                 method,
                 requester=sender,
             )
-            session.open.pop(key)
             self._finalise(session, previous, ended=False, judged=False)
         elif key in session.tombstones:
             facts = revisions.facts(declared or session.revision)
