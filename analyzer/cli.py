@@ -86,6 +86,10 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("rule", metavar="SLUG|ID")
     e.add_argument("--rules", action="append", type=Path, default=[], metavar="DIR")
 
+    f = sub.add_parser("frame", help="show one capture frame in full (what a finding's #N points at)")
+    f.add_argument("capture", type=Path, metavar="CAPTURE")
+    f.add_argument("number", type=int, metavar="N")
+
     r = sub.add_parser("record", help="run a stdio MCP server and record its traffic as a transcript")
     r.add_argument("-o", "--output", type=Path, metavar="FILE", help="transcript path")
     r.add_argument("server", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS...")
@@ -102,6 +106,11 @@ def main(argv: list[str] | None = None) -> int:
             return _rules(args)
         if args.command == "explain":
             return _explain(args)
+        if args.command == "frame":
+            from analyzer.readers.pcap import frame_details
+
+            sys.stdout.write(f"{frame_details(args.capture, args.number)}\n")
+            return 0
         return _record(args, parser)
     except CancelwireError as exc:
         _error(str(exc))

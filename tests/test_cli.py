@@ -141,3 +141,13 @@ def test_exchanges_csv(tmp_path: Path) -> None:
     cancelled = table[table["cancelled"]]
     assert list(cancelled["outcome"]) == ["verified-by-read"]
     assert list(cancelled["tool"]) == ["append_ledger"]
+
+
+def test_frame_shows_the_packet_a_finding_cites() -> None:
+    capture = "sample_captures/http/bad-server-writes-after-disconnect.pcapng"
+    proc = run("frame", capture, "12")  # the client's FIN (see sample_captures/http/README.md)
+    assert proc.returncode == 0
+    assert "Layer TCP" in proc.stdout and "FIN" in proc.stdout
+    missing = run("frame", capture, "9999")
+    assert missing.returncode == 2
+    assert missing.stderr == f"cancelwire: error: {capture}#9999: no such frame in the capture\n"

@@ -748,7 +748,11 @@ def frame_details(capture: Path, frame: int) -> Any:
     """One frame as a pyshark packet, for a human look-up (never on the bulk path)."""
     import pyshark
 
-    with pyshark.FileCapture(str(capture), keep_packets=False, display_filter=f"frame.number == {frame}") as cap:
-        for packet in cap:
-            return packet
-    return None
+    find_tshark()
+    try:
+        with pyshark.FileCapture(str(capture), keep_packets=False, display_filter=f"frame.number == {frame}") as cap:
+            for packet in cap:
+                return packet
+    except Exception as exc:  # pyshark raises its own untyped errors for unreadable files
+        raise InputError(str(capture), f"tshark could not read it: {exc}") from exc
+    raise InputError(f"{capture}#{frame}", "no such frame in the capture")
