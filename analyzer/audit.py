@@ -141,6 +141,7 @@ def audit(
             if isinstance(item, Anomaly):
                 engine.on_anomaly(item)
             elif isinstance(item, Session):
+                engine.on_session(item)
                 sessions.append(item)
                 keys.append(item.key)
             else:

@@ -22,6 +22,7 @@ from analyzer.model import (
     RequestId,
     RequestTimeline,
     Revision,
+    Session,
     Severity,
     TimelineEntry,
     Transport,
@@ -66,13 +67,18 @@ class Engine:
         self, rule: Rule, revision: Revision | None, transport: Transport | None, session: str | None
     ) -> Level | None:
         level = rule.level_for(revision, transport)
-        if level is None and session is not None:
+        if level is None and session is not None and revision is not None:
             where = f"{revision} over {transport}" if transport else str(revision)
             self.skips.setdefault(
                 (rule.id, session),
-                Skip(rule.id, rule.slug, session, f"does not apply to {where} (levels: {', '.join(rule.revisions)})"),
+                Skip(rule.id, rule.slug, session, f"not in force under {where}"),
             )
         return level
+
+    def on_session(self, session: Session) -> None:
+        """Name the rules a session's revision puts out of scope, so the report can say so."""
+        for rule in self.rules:
+            self._level(rule, session.revision, session.transport, session.key)
 
     # -- anomalies -----------------------------------------------------------------------------
 

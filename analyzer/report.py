@@ -157,8 +157,11 @@ def _unjudged(result: AuditResult) -> list[str]:
             notes.append(f"{s.key}: no timestamps; race or violation is decided by ordering proofs only")
         elif not s.timestamps_ordered:
             notes.append(f"{s.key}: timestamps go backwards (log time); order follows the file, gaps are rough")
+    by_session: dict[tuple[str, str], list[str]] = {}
     for skip in result.skips:
-        notes.append(f"{skip.session_key}: rule {skip.rule} skipped: {skip.reason}")
+        by_session.setdefault((skip.session_key, skip.reason), []).append(skip.rule)
+    for (session_key, reason), rules in by_session.items():
+        notes.append(f"{session_key}: {reason}, so not judged: {', '.join(rules)}")
     for name, count in sorted(result.unruled_anomalies.items()):
         notes.append(f"{count} problem(s) named {name} have no rule selected to report them")
     return notes
