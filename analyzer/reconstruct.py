@@ -21,10 +21,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from analyzer import revisions
+from analyzer.fastnew import new_entry
 from analyzer.model import (
     Anomaly,
     CancelInfo,
     CancelMechanism,
+    Certainty,
     Direction,
     EntryKind,
     Event,
@@ -214,10 +216,18 @@ class Reconstructor:
         if isinstance(event, Anomaly):
             self._out.append(self._contextualise(event))
             return
-        session = self._session(event.session_key, event)
+        session = self.sessions.get(event.session_key) or self._session(event)
         ts = event.ts
         if ts is not None:
-            self._track_time(session, ts)
+            # time tracking, inline: this runs once per event
+            session.any_ts = True
+            last = session.last_ts
+            if last is None:
+                session.first_ts = session.last_ts = ts
+            elif ts < last:
+                session.ordered = False
+            else:
+                session.last_ts = ts
             if session.held and ts >= session.next_expiry_check:
                 self._expire_held(session, ts)
         if isinstance(event, MessageEvent):
@@ -248,29 +258,19 @@ class Reconstructor:
         self.sessions[start.session_key] = state
         return state
 
-    def _session(self, key: str, event: MessageEvent | TransportEvent) -> _SessionState:
-        state = self.sessions.get(key)
-        if state is None:
-            state = self._new_session(
-                SessionStart(
-                    event.seq,
-                    event.ts,
-                    event.origin,
-                    key,
-                    Transport.STDIO,
-                    self.options.vantage or Vantage.UNKNOWN,
-                    self.input_format,
-                )
+    def _session(self, event: MessageEvent | TransportEvent) -> _SessionState:
+        """A session the reader did not announce: stdio, with the vantage from the options."""
+        return self._new_session(
+            SessionStart(
+                event.seq,
+                event.ts,
+                event.origin,
+                event.session_key,
+                Transport.STDIO,
+                self.options.vantage or Vantage.UNKNOWN,
+                self.input_format,
             )
-        return state
-
-    def _track_time(self, session: _SessionState, ts: float) -> None:
-        session.any_ts = True
-        if session.first_ts is None:
-            session.first_ts = ts
-        if session.last_ts is not None and ts < session.last_ts:
-            session.ordered = False
-        session.last_ts = ts if session.last_ts is None else max(session.last_ts, ts)
+        )
 
     def _anomaly(
         self,
@@ -672,7 +672,9 @@ class Reconstructor:
             excerpt = event.message.excerpt
         else:
             method, excerpt = None, event.detail
-        return TimelineEntry(kind, side, event.seq, event.ts, event.origin, event.stream, method, excerpt=excerpt)
+        return new_entry(
+            kind, side, event.seq, event.ts, event.origin, event.stream, method, None, Certainty.EXACT, excerpt
+        )
 
     def _add(self, session: _SessionState, item: _Open, entry: TimelineEntry, *, names_cancel: bool = False) -> None:
         if item.cancel is not None and entry is not item.cancel.entry:

@@ -6,15 +6,15 @@ Memory stays bounded: a line longer than `max_line_bytes` is skipped while it st
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO, TypeVar
+from typing import BinaryIO, TypeVar
 
 from orjson import JSONDecodeError
 from orjson import loads as _loads
 
+from analyzer.fastnew import new_message_event, new_origin
 from analyzer.jsonrpc import EXCERPT_CHARS, _classify_one, decode_text, excerpt
 from analyzer.model import (
     Anomaly,
@@ -107,42 +107,6 @@ def iter_lines(stream: BinaryIO, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -
             number += 1
 
 
-def fast_constructor(cls: type[T]) -> Callable[..., T]:
-    """A constructor for a frozen, slotted dataclass that skips its frozen `__init__`.
-
-    A frozen dataclass sets each field through `object.__setattr__`, which makes building one cost
-    about three times an unfrozen one; the readers build two or three per message. This sets the
-    slots directly (same fields, same defaults, positional arguments only, same instance type).
-    Falls back to the class itself for anything it cannot do exactly (no slots, `__post_init__`,
-    default factories, init=False fields).
-    """
-    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
-    if (
-        not getattr(cls, "__slots__", None)
-        or hasattr(cls, "__post_init__")
-        or any(not f.init or f.default_factory is not dataclasses.MISSING for f in fields)
-        or any(not hasattr(cls.__dict__.get(f.name), "__set__") for f in fields)
-    ):
-        return cls
-    names = [f.name for f in fields]
-    params = [
-        name if f.default is dataclasses.MISSING else f"{name}=_d_{name}" for name, f in zip(names, fields, strict=True)
-    ]
-    body = "".join(f"    _s_{name}(o, {name})\n" for name in names)
-    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-    for name, f in zip(names, fields, strict=True):
-        namespace[f"_s_{name}"] = cls.__dict__[name].__set__
-        if f.default is not dataclasses.MISSING:
-            namespace[f"_d_{name}"] = f.default
-    source = f"def make({', '.join(params)}):\n    o = _new(_cls)\n{body}    return o\n"
-    exec(source, namespace)  # built only from the dataclass's own field names
-    make: Callable[..., T] = namespace["make"]
-    return make
-
-
-_new_message_event = fast_constructor(MessageEvent)
-_new_origin = fast_constructor(Origin)
-_new_message = fast_constructor(Message)
 
 
 class EventFactory:
@@ -209,7 +173,7 @@ class EventFactory:
         if one.__class__ is not Message:
             return None
         self.seq += 1
-        return _new_message_event(self.seq, ts, _new_origin(self.source, line), session_key, direction, one)
+        return new_message_event(self.seq, ts, new_origin(self.source, line), session_key, direction, one)
 
     def messages(
         self,
