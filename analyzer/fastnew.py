@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from analyzer.model import Message, MessageEvent, Origin, TimelineEntry
+from analyzer.model import Message, MessageEvent, Origin, RequestTimeline, TimelineEntry
 
 T = TypeVar("T")
 
@@ -52,3 +52,4 @@ new_origin = fast_constructor(Origin)
 new_message = fast_constructor(Message)
 new_message_event = fast_constructor(MessageEvent)
 new_entry = fast_constructor(TimelineEntry)
+new_timeline = fast_constructor(RequestTimeline)

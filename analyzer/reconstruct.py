@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from analyzer import revisions
-from analyzer.fastnew import new_entry
+from analyzer.fastnew import new_entry, new_timeline
 from analyzer.model import (
     Anomaly,
     CancelInfo,
@@ -727,13 +727,17 @@ class Reconstructor:
 
     def _finalise(self, session: _SessionState, item: _Open, *, ended: bool, judged: bool = True) -> None:
         """Close a timeline; an unjudged one (flushed, superseded) leaves a tombstone but meets no rule."""
-        session.open.pop(item.key, None)
-        for waiting in (session.held, session.awaiting_proof, session.awaiting_read):
-            waiting.pop(item.key, None)
+        key = item.key
+        session.open.pop(key, None)
+        if item.held:
+            for waiting in (session.held, session.awaiting_proof, session.awaiting_read):
+                waiting.pop(key, None)
         last = item.entries[-1]
-        session.tombstones[item.key] = _Tombstone(item.method, last.seq, last.ts, judged)
-        session.tombstones.move_to_end(item.key)
-        if len(session.tombstones) > self.options.max_tombstones:
+        tombstones = session.tombstones
+        if key in tombstones:
+            del tombstones[key]  # an id used again: its newest use goes to the end
+        tombstones[key] = _Tombstone(item.method, last.seq, last.ts, judged)
+        if len(tombstones) > self.options.max_tombstones:
             session.tombstones.popitem(last=False)
             if not session.tombstones_overflowed:
                 session.tombstones_overflowed = True
@@ -775,23 +779,11 @@ class Reconstructor:
             revision, basis = item.declared_revision, RevisionBasis.DECLARED
         tool = item.tool
         effect = "none" if tool is None else session.tool_effects.get(tool, "unknown")
-        return RequestTimeline(
-            session_key=session.start.session_key,
-            requester=item.requester,
-            request_id=item.request_id,
-            method=item.method,
-            tool=tool,
-            tool_effect=effect,
-            progress_token=item.progress_token,
-            revision=revision,
-            revision_basis=basis,
-            transport=session.start.transport,
-            vantage=session.start.vantage,
-            stream=item.stream,
-            entries=tuple(item.entries),
-            cancel=item.cancel,
-            verified_by=item.verified_by,
-            ended_by_recording=ended,
+        start = session.start
+        return new_timeline(  # RequestTimeline's fields, in order
+            start.session_key, item.requester, item.request_id, item.method, tool, effect, item.progress_token,
+            revision, basis, start.transport, start.vantage, item.stream, tuple(item.entries), item.cancel,
+            item.verified_by, ended,
         )
 
 
