@@ -122,18 +122,11 @@ def audit(
     for source in _sources(paths, inputs, on_input_error):
         try:
             reader = choose_reader(source, options.input_format)
-        except UnknownFormatError as exc:
-            if source.walked:
-                inputs.append(InputSummary(source.name, None, (), 0, skipped="not a format cancelwire reads"))
-                continue
-            inputs.append(InputSummary(source.name, None, (), 0, exc.message))
-            if on_input_error:
-                on_input_error(exc)
-            continue
         except InputError as exc:
-            inputs.append(InputSummary(source.name, None, (), 0, exc.message))
-            if on_input_error:
-                on_input_error(exc)
+            if source.walked and isinstance(exc, UnknownFormatError):
+                inputs.append(InputSummary(source.name, None, (), 0, skipped="not a format cancelwire reads"))
+            else:
+                _unreadable(inputs, source.name, exc, on_input_error)
             continue
         counter = _Counter(reader.read(source, _read_options(source, options.read)))
         keys: list[str] = []
@@ -180,15 +173,20 @@ def _read_options(source: InputSource, read: ReadOptions) -> ReadOptions:
     return read
 
 
+def _unreadable(
+    inputs: list[InputSummary], name: str, error: InputError, on_input_error: Callable[[InputError], None] | None
+) -> None:
+    inputs.append(InputSummary(name, None, (), 0, error.message))
+    if on_input_error:
+        on_input_error(error)
+
+
 def _sources(
     paths: list[str], inputs: list[InputSummary], on_input_error: Callable[[InputError], None] | None
 ) -> Iterator[InputSource]:
     for path in paths:
         if path != "-" and not Path(path).exists():
-            error = InputError(path, "no such file or directory")
-            inputs.append(InputSummary(path, None, (), 0, error.message))
-            if on_input_error:
-                on_input_error(error)
+            _unreadable(inputs, path, InputError(path, "no such file or directory"), on_input_error)
             continue
         yield from expand_inputs([path])
 
