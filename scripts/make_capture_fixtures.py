@@ -694,6 +694,113 @@ def s_oversized(ctx: Ctx) -> None:
     copy(oversized(ctx, "at-limit", MAX_BODY), ctx.path("oversized-http-message", "clean.pcapng.gz"))
 
 
+def s_posted_cancel_held(ctx: Ctx) -> None:
+    """HAND-WRITTEN 2025-11-25 server and client (the real SDK server ends a cancelled stream within
+    milliseconds, so it cannot show this).  On one keep-alive connection: initialize (JSON, session
+    id), notifications/initialized (202), tools/call slow id 2 answered on an SSE stream with progress
+    1 and 2.  The client POSTs notifications/cancelled for id 2 on a second connection (202) and
+    closes that connection; the server sends nothing more on the stream of id 2 (no result, no
+    -32800) for HOLD seconds after the cancel, then ends the SSE body (chunked terminator) and closes
+    after the client's FIN."""
+    hold = 2.0
+    port = cs.pick_port(18402)
+    pcap = ctx.tmp / "posted-cancel-held.pcapng"
+    sid = "fixture-session-2"
+    json_head = "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {n}\r\n" \
+        "mcp-session-id: " + sid + "\r\nserver: cancelwire-fixture-server\r\n\r\n"
+    accepted = b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\nserver: cancelwire-fixture-server\r\n\r\n"
+
+    def serve(lsock: socket.socket) -> None:
+        a, _ = lsock.accept()
+        with a:
+            _, _, body = read_request(a)  # initialize
+            out = jsonrpc({"id": json.loads(body)["id"], "result": {
+                "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "cancelwire-fixture-server", "version": "0"}}})
+            a.sendall(json_head.format(status="200 OK", n=len(out)).encode() + out)
+            read_request(a)  # notifications/initialized
+            a.sendall(accepted)
+            _, _, body = read_request(a)  # tools/call id 2
+            token = json.loads(body)["params"]["_meta"]["progressToken"]
+            a.sendall(SSE_HEAD)
+            for n in (1, 2):
+                time.sleep(0.05)
+                a.sendall(sse_chunk(progress(token, n, 10)))
+            b, _ = lsock.accept()
+            with b:
+                read_request(b)  # notifications/cancelled
+                cancelled = time.monotonic()
+                b.sendall(accepted)
+                wait_fin(b)
+            time.sleep(max(0.0, cancelled + hold - time.monotonic()))
+            a.sendall(TERMINATOR)  # the stream of id 2 ends, 2 s after the cancel, with no reply
+            wait_fin(a)
+
+    with hand_server(serve, port), cs.capture(pcap, f"tcp port {port}", ctx.logdir):
+        a = RawHttp(port)
+        a.send("POST", jsonrpc({"id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "cancelwire-fixture-client", "version": "0"}}}), {})
+        if a.head() != 200:
+            raise cs.ScenarioError(f"initialize got {a.status}")
+        a.rest()
+        hdrs = {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+        a.send("POST", jsonrpc({"method": "notifications/initialized"}), hdrs)
+        if a.head() != 202:
+            raise cs.ScenarioError(f"initialized got {a.status}")
+        a.rest()
+        a.send("POST", jsonrpc({"id": 2, "method": "tools/call", "params": {
+            "name": "slow", "arguments": {}, "_meta": {"progressToken": 2}}}), hdrs)
+        if a.head() != 200:
+            raise cs.ScenarioError(f"tools/call got {a.status}")
+        a.until(lambda b: b.count(b"notifications/progress") >= 2)
+        b = RawHttp(port)
+        b.send("POST", jsonrpc({"method": "notifications/cancelled",
+                                "params": {"requestId": 2, "reason": "caller cancelled"}}), hdrs)
+        if b.head() != 202:
+            raise cs.ScenarioError(f"the cancel got {b.status}")
+        b.rest()
+        b.close()
+        a.rest()  # the client keeps reading: it is the server that holds the stream
+        if b'"result"' in a.body or b'"error"' in a.body:
+            raise cs.ScenarioError("the server answered id 2")
+        a.close()
+    cs.check_capture(pcap)
+    copy(pcap, ctx.path("stream-left-open-after-abandon", "triggers-posted-cancel.pcapng"))
+
+
+def s_broken_http(ctx: Ctx) -> None:
+    """HAND-WRITTEN server (no real peer sends malformed HTTP): answers a 2026-07-28 POST tools/list
+    with a response head whose second header line has no colon, then closes the connection."""
+    port = cs.pick_port(18403)
+    pcap = ctx.tmp / "broken-http.pcapng"
+    out = jsonrpc({"id": 1, "result": {"tools": []}})
+    broken = (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nthis line is not a header\r\n"
+              + f"content-length: {len(out)}\r\n\r\n".encode() + out)
+
+    def serve(lsock: socket.socket) -> None:
+        conn, _ = lsock.accept()
+        with conn:
+            read_request(conn)
+            conn.sendall(broken)  # one segment: the parse error's frame
+            time.sleep(0.05)
+            conn.shutdown(socket.SHUT_WR)
+            wait_fin(conn)
+
+    with hand_server(serve, port), cs.capture(pcap, f"tcp port {port}", ctx.logdir):
+        a = RawHttp(port)
+        a.send("POST", jsonrpc({"id": 1, "method": "tools/list", "params": {"_meta": meta_2026()}}),
+               {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"})
+        got = b""
+        while data := a.s.recv(65536):  # read raw until the server's FIN
+            got += data
+        if got != broken:
+            raise cs.ScenarioError(f"unexpected response {got!r}")
+        a.close()
+    cs.check_capture(pcap)
+    copy(pcap, ctx.path("http-unreadable", "triggers-parse-error.pcapng"))
+
+
 SCENARIOS: dict[str, Callable[[Ctx], None]] = {
     "sdk-close-stream": s_sdk_close_stream,
     "bad-server-half-close": s_bad_server_half_close,
@@ -706,6 +813,8 @@ SCENARIOS: dict[str, Callable[[Ctx], None]] = {
     "tls": s_tls,
     "http-errors": s_http_errors,
     "oversized": s_oversized,
+    "posted-cancel-held": s_posted_cancel_held,
+    "broken-http": s_broken_http,
 }
 
 
