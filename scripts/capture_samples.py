@@ -226,8 +226,12 @@ def sdk_scenario(
     *,
     transport: str = "streamable",
     path: str = "/mcp",
+    scheme: str = "http",
     server_extra: list[str] | None = None,
-) -> None:
+    client_extra: list[str] | None = None,
+    check: bool = True,
+) -> int:
+    """Real SDK server and client on loopback under tshark; returns the port used."""
     port = pick_port(preferred_port)
     pcap, slog = OUT / f"{name}.pcapng", OUT / f"{name}.server.jsonl"
     server = Proc(
@@ -252,13 +256,21 @@ def sdk_scenario(
         with capture(pcap, f"tcp port {port}", ctx.logdir):
             run_client(
                 f"{name}-client",
-                [PY, str(PEERS / "http_sdk_client.py"), flow, f"http://127.0.0.1:{port}{path}"],
+                [
+                    PY,
+                    str(PEERS / "http_sdk_client.py"),
+                    flow,
+                    f"{scheme}://127.0.0.1:{port}{path}",
+                    *(client_extra or []),
+                ],
                 ctx.logdir,
             )
     finally:
         server.stop()
-    check_capture(pcap)
-    log(f"  {slog.name}: {jsonl_lines(slog)} messages (port {port})")
+    if check:
+        check_capture(pcap)
+        log(f"  {slog.name}: {jsonl_lines(slog)} messages (port {port})")
+    return port
 
 
 def s_clean(ctx: Ctx) -> None:
@@ -363,48 +375,20 @@ def make_cert(tmp: Path) -> tuple[Path, Path]:
 
 def s_tls(ctx: Ctx) -> None:
     name = "sdk-http-tls"
-    port = pick_port(18106)
     pcap, slog, keys = OUT / f"{name}.pcapng", OUT / f"{name}.server.jsonl", OUT / f"{name}.keys"
     cert, key = make_cert(ctx.tmp)
     if keys.exists():
         keys.unlink()
-    server = Proc(
-        f"{name}-server",
-        [
-            PY,
-            str(PEERS / "http_sdk_server.py"),
-            "--port",
-            str(port),
-            "--log",
-            str(slog),
-            "--tls-cert",
-            str(cert),
-            "--tls-key",
-            str(key),
-            "--max-seconds",
-            "40",
-        ],
-        ctx.logdir,
+    port = sdk_scenario(
+        ctx,
+        name,
+        18106,
+        "cancel-close-stream",
+        scheme="https",
+        server_extra=["--tls-cert", str(cert), "--tls-key", str(key)],
+        client_extra=["--cafile", str(cert), "--keylog", str(keys)],
+        check=False,
     )
-    try:
-        server.wait_ready()
-        with capture(pcap, f"tcp port {port}", ctx.logdir):
-            run_client(
-                f"{name}-client",
-                [
-                    PY,
-                    str(PEERS / "http_sdk_client.py"),
-                    "cancel-close-stream",
-                    f"https://127.0.0.1:{port}/mcp",
-                    "--cafile",
-                    str(cert),
-                    "--keylog",
-                    str(keys),
-                ],
-                ctx.logdir,
-            )
-    finally:
-        server.stop()
     if not keys.exists() or "CLIENT_TRAFFIC_SECRET_0" not in keys.read_text():
         raise ScenarioError(f"{name}: no TLS 1.3 secrets in {keys.name}")
     # Without keys tshark must see no HTTP at all; with them it must see the POSTs.
