@@ -7,6 +7,7 @@ file, or no input could be read at all.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -169,6 +170,9 @@ def _audit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         else:
             with open(args.output, "w", encoding="utf-8") as out:
                 write(result, args.format, out)
+    except BrokenPipeError:
+        # the reader went away (`| head`): not an error; keep Python from complaining at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except OSError as exc:
         _error(f"{args.output}: cannot write the report: {exc.strerror}")
         return 2

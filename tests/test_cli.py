@@ -151,3 +151,12 @@ def test_frame_shows_the_packet_a_finding_cites() -> None:
     missing = run("frame", capture, "9999")
     assert missing.returncode == 2
     assert missing.stderr == f"cancelwire: error: {capture}#9999: no such frame in the capture\n"
+
+
+def test_a_closed_pipe_is_not_an_error() -> None:
+    proc = subprocess.run(
+        f"{sys.executable} -m analyzer audit sample_captures/ --format html | head -1", shell=True, cwd=ROOT,
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.stdout == "<!DOCTYPE html>\n"  # the report is larger than the pipe buffer
+    assert proc.stderr == ""
