@@ -57,6 +57,8 @@ class AuditResult:
     findings: tuple[Finding, ...]
     cancellations: Spool[CancelledCall]
     """Every cancelled call with its timeline; kept mostly on disk (one pass at a time)."""
+    outcomes: Counter[str]
+    """Cancelled calls per outcome, counted as they were classified (no pass over the spool)."""
     skips: tuple[Skip, ...]
     disabled: dict[str, str]
     """Rule slug → why it did not run (not selected, preview, disabled in config)."""
@@ -77,7 +79,7 @@ class AuditResult:
     def counts(self) -> dict[str, dict[str, int]]:
         return {
             "severity": dict(Counter(f.severity.value for f in self.findings)),
-            "outcome": dict(Counter(c.outcome.value for c in self.cancellations)),
+            "outcome": dict(self.outcomes),
             "rule": dict(Counter(f.rule for f in self.findings)),
         }
 
@@ -119,6 +121,7 @@ def audit(
     sessions: list[Session] = []
     findings: list[Finding] = []
     cancellations: Spool[CancelledCall] = Spool()
+    outcome_counts: Counter[str] = Counter()
     for source in _sources(paths, inputs, on_input_error):
         try:
             reader = choose_reader(source, options.input_format)
@@ -141,6 +144,7 @@ def audit(
                 cancelled = outcomes.classify(item)
                 if cancelled is not None:
                     cancellations.append(cancelled)
+                    outcome_counts[cancelled.outcome.value] += 1
                 findings.extend(engine.on_timeline(item, cancelled))
                 if on_exchange:
                     on_exchange(item, cancelled)
@@ -157,6 +161,7 @@ def audit(
         tuple(sessions),
         tuple(findings),
         cancellations,
+        outcome_counts,
         tuple(engine.skips.values()),
         disabled,
         dict(engine.unruled_anomalies),

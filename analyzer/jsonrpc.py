@@ -8,7 +8,6 @@ from typing import Any
 
 import orjson
 
-from analyzer.fastnew import new_message
 from analyzer.model import Message, MessageKind
 
 EXCERPT_CHARS = 400
@@ -84,8 +83,8 @@ def _classify_one(value: Any, raw_excerpt: str) -> Message | Problem:
         params = value.get("params")
         payload: Mapping[str, Any] = params if isinstance(params, dict) else {}
         if not has_id:
-            return new_message(MessageKind.NOTIFICATION, None, method, payload, raw_excerpt, False)
-        return new_message(MessageKind.REQUEST, msg_id, method, payload, raw_excerpt, msg_id is None)
+            return Message(MessageKind.NOTIFICATION, None, method, payload, raw_excerpt, False)
+        return Message(MessageKind.REQUEST, msg_id, method, payload, raw_excerpt, msg_id is None)
     has_result = "result" in value
     has_error = "error" in value
     if has_result and has_error:
@@ -96,10 +95,10 @@ def _classify_one(value: Any, raw_excerpt: str) -> Message | Problem:
         return Problem("jsonrpc.invalid-message", "a response without an id member")
     if has_result:
         result = value["result"]
-        return new_message(
+        return Message(
             MessageKind.RESULT, msg_id, None, result if isinstance(result, dict) else {}, raw_excerpt, msg_id is None
         )
     error = value["error"]
     if not isinstance(error, dict) or not isinstance(error.get("code"), int):
         return Problem("jsonrpc.invalid-message", "error must be an object with an integer code")
-    return new_message(MessageKind.ERROR, msg_id, None, error, raw_excerpt, msg_id is None)
+    return Message(MessageKind.ERROR, msg_id, None, error, raw_excerpt, msg_id is None)

@@ -11,13 +11,36 @@ Ordering is by `seq` (position in the source), never by `ts`: host logs can lack
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar, dataclass_transform
 
 RequestId = int | str
 Revision = str
+
+T = TypeVar("T")
+
+
+@dataclass_transform(frozen_default=True)
+def record(cls: type[T]) -> type[T]:
+    """A slotted dataclass that mypy treats as frozen (assigning a field is a type error).
+
+    Not frozen at run time: a frozen dataclass sets each field through `object.__setattr__`, which
+    makes building one about three times slower (Message: 300 -> 115 ns), and the pipeline builds
+    several per message. `mypy --strict` (run by the test suite) keeps the records immutable;
+    `unsafe_hash` keeps them hashable by value, as frozen ones are. They pickle as (class, field
+    values), which reads back about 3x faster than slot by slot (cancelled calls are spooled to disk).
+    """
+    built = dataclass(slots=True, unsafe_hash=True)(cls)
+    values = operator.attrgetter(*(f.name for f in fields(built)))  # type: ignore[arg-type]
+
+    def reduce(self: T) -> tuple[type[T], tuple[Any, ...]]:
+        return (built, values(self))
+
+    built.__reduce__ = reduce  # type: ignore[assignment,method-assign]
+    return built
 
 #: Protocol revisions we know, oldest first.
 REVISIONS: tuple[Revision, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
@@ -116,7 +139,7 @@ class RevisionBasis(StrEnum):
     ASSUMED = "assumed"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Origin:
     """Where an event was read: a file and either a line (text inputs) or a frame (captures)."""
 
@@ -135,7 +158,7 @@ class Origin:
         return self.source
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Message:
     """One JSON-RPC message, already classified."""
 
@@ -152,7 +175,7 @@ class Message:
     """True when the message carried `"id": null` (a request or a reply that names no request)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SessionStart:
     """A reader saying what it knows about a session before (or when) its first message arrives.
 
@@ -174,7 +197,7 @@ class SessionStart:
     """False when the format carries no timestamps (go-sdk): ordering only."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MessageEvent:
     seq: int
     ts: float | None
@@ -188,7 +211,7 @@ class MessageEvent:
     """`MCP-Protocol-Version` header of the HTTP request that carried or answered this message."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TransportEvent:
     seq: int
     ts: float | None
@@ -199,7 +222,7 @@ class TransportEvent:
     detail: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Anomaly:
     """A named problem found by a reader or by reconstruction; a catalogue rule gives it meaning."""
 
@@ -257,7 +280,7 @@ class Relation(StrEnum):
     """It left after the cancel reached its receiver."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TimelineEntry:
     kind: EntryKind
     side: Side | None
@@ -274,7 +297,7 @@ class TimelineEntry:
     excerpt: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CancelInfo:
     mechanism: CancelMechanism
     entry: TimelineEntry
@@ -282,7 +305,7 @@ class CancelInfo:
     reason: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RequestTimeline:
     """Everything seen for one request, in source order.
 
@@ -313,7 +336,7 @@ class RequestTimeline:
     """True when the timeline was still open when the recording ended (absence rules apply only then)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Session:
     key: str
     source: str
@@ -336,7 +359,7 @@ class Session:
     messages: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Finding:
     rule_id: str
     rule: str
@@ -361,7 +384,7 @@ class Finding:
         return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CancelledCall:
     session_key: str
     request_id: RequestId

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from analyzer import revisions
-from analyzer.fastnew import new_entry, new_timeline
 from analyzer.model import (
     Anomaly,
     CancelInfo,
@@ -672,7 +671,7 @@ class Reconstructor:
             excerpt = event.message.excerpt
         else:
             method, excerpt = None, event.detail
-        return new_entry(
+        return TimelineEntry(
             kind, side, event.seq, event.ts, event.origin, event.stream, method, None, Certainty.EXACT, excerpt
         )
 
@@ -780,7 +779,7 @@ class Reconstructor:
         tool = item.tool
         effect = "none" if tool is None else session.tool_effects.get(tool, "unknown")
         start = session.start
-        return new_timeline(  # RequestTimeline's fields, in order
+        return RequestTimeline(  # RequestTimeline's fields, in order
             start.session_key, item.requester, item.request_id, item.method, tool, effect, item.progress_token,
             revision, basis, start.transport, start.vantage, item.stream, tuple(item.entries), item.cancel,
             item.verified_by, ended,

@@ -19,3 +19,23 @@ def test_ruff_is_clean() -> None:
 def test_mypy_strict_is_clean_on_the_package() -> None:
     proc = subprocess.run([BIN / "mypy"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_model_records_are_immutable_to_the_type_checker(tmp_path: Path) -> None:
+    """Records are not frozen at run time (speed), so mypy is what keeps them immutable: it must
+    reject assigning a field, and accept building and replacing one."""
+    snippet = tmp_path / "uses_model.py"
+    snippet.write_text(
+        "from dataclasses import replace\n"
+        "from analyzer.model import Origin, TimelineEntry, EntryKind\n"
+        "origin = Origin('f', line=1)\n"
+        "entry = TimelineEntry(EntryKind.REQUEST, None, 1, None, origin)\n"
+        "moved = replace(origin, line=2)\n"
+        "origin.line = 3\n"
+        "entry.seq = 4\n"
+    )
+    proc = subprocess.run([BIN / "mypy", "--strict", "--no-incremental", str(snippet)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
+    assert [line.split(":")[1] for line in errors] == ["6", "7"], proc.stdout
+    assert all("read-only" in line for line in errors), proc.stdout

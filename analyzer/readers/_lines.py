@@ -14,7 +14,6 @@ from typing import BinaryIO, TypeVar
 from orjson import JSONDecodeError
 from orjson import loads as _loads
 
-from analyzer.fastnew import new_message_event, new_origin
 from analyzer.jsonrpc import EXCERPT_CHARS, _classify_one, decode_text, excerpt
 from analyzer.model import (
     Anomaly,
@@ -173,7 +172,7 @@ class EventFactory:
         if one.__class__ is not Message:
             return None
         self.seq += 1
-        return new_message_event(self.seq, ts, new_origin(self.source, line), session_key, direction, one)
+        return MessageEvent(self.seq, ts, Origin(self.source, line), session_key, direction, one)
 
     def messages(
         self,
