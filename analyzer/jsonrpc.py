@@ -11,6 +11,8 @@ import orjson
 from analyzer.model import Message, MessageKind
 
 EXCERPT_CHARS = 400
+_ABSENT: Any = object()
+"""A member that is not there (a JSON `null` is there, as None)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,35 +72,35 @@ def classify(value: Any, raw_excerpt: str) -> Decoded:
 def _classify_one(value: Any, raw_excerpt: str) -> Message | Problem:
     if not isinstance(value, dict):
         return Problem("jsonrpc.invalid-message", f"a JSON {type(value).__name__} is not a JSON-RPC message")
-    if value.get("jsonrpc") != "2.0":
+    get = value.get  # one bound method: this runs once per message
+    if get("jsonrpc") != "2.0":
         return Problem("jsonrpc.invalid-message", 'missing or wrong "jsonrpc": "2.0" member')
-    method = value.get("method")
-    has_id = "id" in value
-    msg_id = value.get("id")
-    if has_id and msg_id is not None and not _valid_id(msg_id):
+    msg_id = get("id", _ABSENT)
+    id_class = msg_id.__class__
+    ordinary_id = id_class is int or id_class is str or msg_id is None or msg_id is _ABSENT
+    if not ordinary_id and not _valid_id(msg_id):
         return Problem("jsonrpc.invalid-message", f"id must be a string or an integer, got {msg_id!r:.60}")
+    method = get("method")
     if method is not None:
         if not isinstance(method, str):
             return Problem("jsonrpc.invalid-message", "method must be a string")
-        params = value.get("params")
+        params = get("params")
         payload: Mapping[str, Any] = params if isinstance(params, dict) else {}
-        if not has_id:
+        if msg_id is _ABSENT:
             return Message(MessageKind.NOTIFICATION, None, method, payload, raw_excerpt, False)
         return Message(MessageKind.REQUEST, msg_id, method, payload, raw_excerpt, msg_id is None)
-    has_result = "result" in value
-    has_error = "error" in value
-    if has_result and has_error:
+    result = get("result", _ABSENT)
+    error = get("error", _ABSENT)
+    if result is not _ABSENT and error is not _ABSENT:
         return Problem("jsonrpc.result-and-error", "a response carries both result and error")
-    if not has_result and not has_error:
+    if result is _ABSENT and error is _ABSENT:
         return Problem("jsonrpc.invalid-message", "neither a request (method) nor a response (result/error)")
-    if not has_id:
+    if msg_id is _ABSENT:
         return Problem("jsonrpc.invalid-message", "a response without an id member")
-    if has_result:
-        result = value["result"]
+    if result is not _ABSENT:
         return Message(
             MessageKind.RESULT, msg_id, None, result if isinstance(result, dict) else {}, raw_excerpt, msg_id is None
         )
-    error = value["error"]
     if not isinstance(error, dict) or not isinstance(error.get("code"), int):
         return Problem("jsonrpc.invalid-message", "error must be an object with an integer code")
     return Message(MessageKind.ERROR, msg_id, None, error, raw_excerpt, msg_id is None)

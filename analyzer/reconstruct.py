@@ -631,7 +631,9 @@ class Reconstructor:
             item = session.open.get(key)
             if item is None:
                 continue
-            entry = self._entry(entry_kind, side, event)
+            entry = TimelineEntry(
+                entry_kind, side, event.seq, event.ts, event.origin, event.stream, excerpt=event.detail
+            )
             if event.kind is TransportKind.STREAM_OPENED:
                 item.sse = True
             if event.kind in _CLIENT_DISCONNECTS and not item.replied and not item.disconnected:
@@ -665,20 +667,22 @@ class Reconstructor:
 
     # -- timeline helpers --------------------------------------------------------------------
 
-    def _entry(self, kind: EntryKind, side: Side | None, event: MessageEvent | TransportEvent) -> TimelineEntry:
-        if isinstance(event, MessageEvent):
-            method = event.message.method
-            excerpt = event.message.excerpt
-        else:
-            method, excerpt = None, event.detail
+    @staticmethod
+    def _entry(kind: EntryKind, side: Side, event: MessageEvent) -> TimelineEntry:
+        message = event.message
         return TimelineEntry(
-            kind, side, event.seq, event.ts, event.origin, event.stream, method, None, Certainty.EXACT, excerpt
+            kind, side, event.seq, event.ts, event.origin, event.stream, message.method, None, Certainty.EXACT,
+            message.excerpt,
         )
 
     def _add(self, session: _SessionState, item: _Open, entry: TimelineEntry, *, names_cancel: bool = False) -> None:
-        if item.cancel is not None and entry is not item.cancel.entry:
+        cancel = item.cancel
+        if cancel is None:
+            item.entries.append(entry)
+            return
+        if entry is not cancel.entry:
             relation, certainty = relate(
-                item.cancel,
+                cancel,
                 item.requester,
                 entry,
                 vantage=session.start.vantage,
