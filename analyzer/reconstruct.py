@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeGuard
 
 from analyzer import revisions
 from analyzer.model import (
@@ -334,10 +334,17 @@ class Reconstructor:
         session.messages += 1
         sender = Side.CLIENT if event.direction is Direction.C2S else Side.SERVER
         message = event.message
-        if message.kind is MessageKind.REQUEST:
+        kind = message.kind
+        if kind is MessageKind.NOTIFICATION:
+            method = message.method
+            if method == "notifications/progress":
+                self._progress(session, event, sender, message)
+            elif method == "notifications/cancelled":
+                self._cancel(session, event, sender, message)
+            else:
+                self._notification(session, event, sender)
+        elif kind is MessageKind.REQUEST:
             self._request(session, event, sender, message)
-        elif message.kind is MessageKind.NOTIFICATION:
-            self._notification(session, event, sender, message)
         else:
             self._reply(session, event, sender, message)
 
@@ -418,14 +425,8 @@ class Reconstructor:
         )
         self._finalise(session, oldest, ended=False, judged=judged)
 
-    def _notification(self, session: _SessionState, event: MessageEvent, sender: Side, message: Message) -> None:
-        method = message.method or ""
-        if method == "notifications/cancelled":
-            self._cancel(session, event, sender, message)
-            return
-        if method == "notifications/progress":
-            self._progress(session, event, sender, message)
-            return
+    def _notification(self, session: _SessionState, event: MessageEvent, sender: Side) -> None:
+        """Any other notification: on HTTP, a server's message on a request's stream is tied to it."""
         if event.stream is not None and sender is Side.SERVER:
             for key in session.streams.get(event.stream, ()):
                 item = session.open.get(key)
@@ -433,8 +434,9 @@ class Reconstructor:
                     self._add(session, item, self._entry(EntryKind.RELATED_MESSAGE, sender, event))
 
     def _progress(self, session: _SessionState, event: MessageEvent, sender: Side, message: Message) -> None:
-        token = message.payload.get("progressToken")
-        if not isinstance(token, str | int) or isinstance(token, bool):
+        payload = message.payload
+        token = payload.get("progressToken")
+        if not _valid_token(token):
             self._anomaly(session, event, "jsonrpc.invalid-message", "progress without a valid progressToken")
             return
         key = session.tokens.get(token)
@@ -454,7 +456,7 @@ class Reconstructor:
                 self._anomaly(session, event, "progress.unknown-token", f"progress for unknown token {token!r}")
             return
         self._add(session, item, self._entry(EntryKind.PROGRESS, sender, event))
-        value = message.payload.get("progress")
+        value = payload.get("progress")
         if isinstance(value, int | float) and not isinstance(value, bool):
             if item.last_progress is not None and value <= item.last_progress:
                 self._anomaly(
@@ -470,7 +472,7 @@ class Reconstructor:
 
     def _cancel(self, session: _SessionState, event: MessageEvent, sender: Side, message: Message) -> None:
         target = message.payload.get("requestId")
-        if not isinstance(target, str | int) or isinstance(target, bool):
+        if not _valid_token(target):
             self._anomaly(session, event, "cancel.unknown-request", "cancel without a valid requestId")
             return
         reason = message.payload.get("reason")
@@ -810,10 +812,15 @@ def _tool(method: str, params: Mapping[str, Any]) -> str | None:
     return name if isinstance(name, str) else None
 
 
+def _valid_token(token: Any) -> TypeGuard[str | int]:
+    """A progress token or request id: a string or an integer (not a bool)."""
+    return isinstance(token, str | int) and not isinstance(token, bool)
+
+
 def _progress_token(params: Mapping[str, Any]) -> str | int | None:
     meta = params.get("_meta")
     token = meta.get("progressToken") if isinstance(meta, dict) else None
-    return token if isinstance(token, str | int) and not isinstance(token, bool) else None
+    return token if _valid_token(token) else None
 
 
 def _declared_revision(params: Mapping[str, Any]) -> Revision | None:
