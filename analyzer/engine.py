@@ -220,7 +220,8 @@ class Engine:
             evidence=tuple(evidence[:MAX_EVIDENCE]),
             revision=tl.revision,
             level=level,
-            more_evidence=max(0, len(evidence) - MAX_EVIDENCE),
+            # entries that stand for several messages (past a request's entry limit) count them all
+            more_evidence=max(0, len(evidence) - MAX_EVIDENCE) + sum(e.repeats - 1 for e in hits),
         )
 
 

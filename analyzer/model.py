@@ -295,6 +295,10 @@ class TimelineEntry:
     certainty: Certainty = Certainty.EXACT
     """How sure `relation` is: EXACT from an ordering proof or the vantage, INFERRED from timing."""
     excerpt: str = ""
+    repeats: int = 1
+    """How many messages or events this entry stands for. Past a request's entry limit, like entries
+    (same kind, side, relation and certainty) are counted in one entry: its origin and time are the
+    first one's, and the others may interleave with later entries."""
 
 
 @record

@@ -33,6 +33,7 @@ from analyzer.model import (
     MessageEvent,
     MessageKind,
     Origin,
+    Relation,
     RequestId,
     RequestTimeline,
     Revision,
@@ -84,6 +85,9 @@ class ReconstructOptions:
     """Finished requests remembered per session for late cancels and late progress."""
     hold_seconds: float = 300.0
     """How long a silent cancelled request is kept open for a late reply or a verifying read."""
+    max_entries: int = 256
+    """Entries kept per request; past it, like entries are counted in one (`TimelineEntry.repeats`),
+    so a request that streams progress for hours costs bounded memory."""
     verifying_reads: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Tool name → the tools (or `resources/read`) whose later success verifies its effect."""
 
@@ -115,6 +119,12 @@ class _Open:
     """Seq from which the receiver provably had read the cancel (stdio ordering proof)."""
     last_progress: float | None = None
     verified_by: TimelineEntry | None = None
+    runs: dict[tuple[EntryKind, Side | None, Relation | None, Certainty], int] | None = None
+    """Past `max_entries`: the index in `entries` of the run each kind of entry is counted in."""
+    run_extra: dict[int, int] = field(default_factory=dict)
+    """Index of a run's first entry -> how many more it stands for."""
+    last_counted: TimelineEntry | None = None
+    """The newest entry counted in a run (the newest of all when it is newer than `entries[-1]`)."""
 
     @property
     def key(self) -> tuple[Side, RequestId]:
@@ -679,10 +689,7 @@ class Reconstructor:
 
     def _add(self, session: _SessionState, item: _Open, entry: TimelineEntry, *, names_cancel: bool = False) -> None:
         cancel = item.cancel
-        if cancel is None:
-            item.entries.append(entry)
-            return
-        if entry is not cancel.entry:
+        if cancel is not None and entry is not cancel.entry:
             relation, certainty = relate(
                 cancel,
                 item.requester,
@@ -693,7 +700,27 @@ class Reconstructor:
                 race_window=self.options.race_window,
             )
             entry = replace(entry, relation=relation, certainty=certainty)
-        item.entries.append(entry)
+        if len(item.entries) < self.options.max_entries and item.runs is None:
+            item.entries.append(entry)
+        else:
+            self._count_in_run(item, entry)
+
+    @staticmethod
+    def _count_in_run(item: _Open, entry: TimelineEntry) -> None:
+        """Past the entry limit: the first entry of each kind starts a run, the others are counted in it.
+
+        The relation to the cancel is part of the run's key, so what came after a cancel is never
+        counted with what came before it."""
+        runs = item.runs if item.runs is not None else {}
+        item.runs = runs
+        key = (entry.kind, entry.side, entry.relation, entry.certainty)
+        index = runs.get(key)
+        if index is None:
+            runs[key] = len(item.entries)
+            item.entries.append(entry)
+        else:
+            item.run_extra[index] = item.run_extra.get(index, 0) + 1
+            item.last_counted = entry
 
     def _hold(self, session: _SessionState, item: _Open) -> None:
         """A cancelled request stays open: a late reply or a verifying read can still come."""
@@ -738,6 +765,8 @@ class Reconstructor:
             for waiting in (session.held, session.awaiting_proof, session.awaiting_read):
                 waiting.pop(key, None)
         last = item.entries[-1]
+        if item.last_counted is not None and item.last_counted.seq > last.seq:
+            last = item.last_counted
         tombstones = session.tombstones
         if key in tombstones:
             del tombstones[key]  # an id used again: its newest use goes to the end
@@ -787,9 +816,17 @@ class Reconstructor:
         start = session.start
         return RequestTimeline(  # RequestTimeline's fields, in order
             start.session_key, item.requester, item.request_id, item.method, tool, effect, item.progress_token,
-            revision, basis, start.transport, start.vantage, item.stream, tuple(item.entries), item.cancel,
+            revision, basis, start.transport, start.vantage, item.stream, self._entries(item), item.cancel,
             item.verified_by, ended,
         )
+
+
+    @staticmethod
+    def _entries(item: _Open) -> tuple[TimelineEntry, ...]:
+        entries = item.entries
+        for index, extra in item.run_extra.items():
+            entries[index] = replace(entries[index], repeats=1 + extra)
+        return tuple(entries)
 
 
 def _null_id_allowed(message: Message, revision: Revision | None) -> bool:

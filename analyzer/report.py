@@ -97,6 +97,7 @@ def _timeline(tl: RequestTimeline) -> list[dict[str, Any]]:
                 "time": _ts(e.ts),
                 "evidence": origin_dict(e.origin),
                 "excerpt": e.excerpt,
+                "repeats": e.repeats,
             }
         )
     return rows

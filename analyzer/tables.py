@@ -21,7 +21,7 @@ Columns:
     mechanism       notification | disconnect | empty
     outcome         the cancelled-call outcome, empty when not cancelled
     progress        number of progress notifications
-    entries         number of timeline entries
+    entries         number of messages and transport events on the request's timeline
     first_evidence  where the request was read (file:line or file#frame)
 """
 
@@ -82,8 +82,8 @@ def row(timeline: RequestTimeline, cancelled: CancelledCall | None) -> dict[str,
         "cancelled": timeline.cancel is not None,
         "mechanism": timeline.cancel.mechanism.value if timeline.cancel else "",
         "outcome": cancelled.outcome.value if cancelled else "",
-        "progress": sum(1 for e in timeline.entries if e.kind is EntryKind.PROGRESS),
-        "entries": len(timeline.entries),
+        "progress": sum(e.repeats for e in timeline.entries if e.kind is EntryKind.PROGRESS),
+        "entries": sum(e.repeats for e in timeline.entries),
         "first_evidence": first.origin.display(),
     }
 

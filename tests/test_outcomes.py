@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from transcripts import write_transcript
 
 from analyzer.audit import AuditOptions, audit
 from analyzer.reconstruct import ReconstructOptions
@@ -26,14 +26,7 @@ def _session(tmp_path: Path, after_cancel: list[tuple[float, str, dict[str, obje
         (3.0, "c2s", {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}),
         *after_cancel,
     ]
-    path = tmp_path / "s.jsonl"
-    header = {"cancelwire_transcript": 1, "transport": "stdio", "vantage": "proxy"}
-    path.write_text(
-        json.dumps(header)
-        + "\n"
-        + "".join(json.dumps({"ts": t, "dir": d, "line": json.dumps(m)}) + "\n" for t, d, m in lines)
-    )
-    return path
+    return write_transcript(tmp_path / "s.jsonl", lines)
 
 
 def _read(at: float, rid: int) -> list[tuple[float, str, dict[str, object]]]:
