@@ -22,7 +22,7 @@ from analyzer.model import (
 )
 from analyzer.readers import InputSource, ReadOptions, choose_reader, expand_inputs
 from analyzer.reconstruct import ReconstructOptions, Reconstructor
-from analyzer.spool import Spool
+from analyzer.spool import SortedSpool, Spool
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,11 +50,35 @@ class InputSummary:
     """Why a file found by walking a directory was not read (not a format cancelwire reads)."""
 
 
+class Findings:
+    """Every finding in report order (severity, then rule id, then as found), kept mostly on disk:
+    a broken recording can raise a finding per message."""
+
+    def __init__(self) -> None:
+        self._sorted: SortedSpool[tuple[int, str], Finding] = SortedSpool()
+        self.by_severity: Counter[str] = Counter()
+        self.by_rule: Counter[str] = Counter()
+
+    def add(self, finding: Finding) -> None:
+        self._sorted.append((-finding.severity.rank, finding.rule_id), finding)
+        self.by_severity[finding.severity.value] += 1
+        self.by_rule[finding.rule] += 1
+
+    def __len__(self) -> int:
+        return sum(self.by_severity.values())
+
+    def __iter__(self) -> Iterator[Finding]:
+        return iter(self._sorted)
+
+    def close(self) -> None:
+        self._sorted.close()
+
+
 @dataclass(frozen=True, slots=True)
 class AuditResult:
     inputs: tuple[InputSummary, ...]
     sessions: tuple[Session, ...]
-    findings: tuple[Finding, ...]
+    findings: Findings
     cancellations: Spool[CancelledCall]
     """Every cancelled call with its timeline; kept mostly on disk (one pass at a time)."""
     outcomes: Counter[str]
@@ -74,13 +98,18 @@ class AuditResult:
             return 2
         if fail_on is None:
             return 0
-        return 1 if any(f.severity.rank >= fail_on.rank for f in self.findings) else 0
+        return 1 if any(Severity(name).rank >= fail_on.rank for name in self.findings.by_severity) else 0
+
+    def close(self) -> None:
+        """Remove the on-disk parts (cancellations and findings); the result is empty afterwards."""
+        self.cancellations.close()
+        self.findings.close()
 
     def counts(self) -> dict[str, dict[str, int]]:
         return {
-            "severity": dict(Counter(f.severity.value for f in self.findings)),
+            "severity": dict(self.findings.by_severity),
             "outcome": dict(self.outcomes),
-            "rule": dict(Counter(f.rule for f in self.findings)),
+            "rule": dict(self.findings.by_rule),
         }
 
 
@@ -119,7 +148,7 @@ def audit(
     engine = Engine(rules)
     inputs: list[InputSummary] = []
     sessions: list[Session] = []
-    findings: list[Finding] = []
+    findings = Findings()
     cancellations: Spool[CancelledCall] = Spool()
     outcome_counts: Counter[str] = Counter()
     for source in _sources(paths, inputs, on_input_error):
@@ -135,7 +164,8 @@ def audit(
         keys: list[str] = []
         for item in Reconstructor(source.name, reader.name, options.reconstruct).run(counter):
             if isinstance(item, Anomaly):
-                engine.on_anomaly(item)
+                for finding in engine.on_anomaly(item):
+                    findings.add(finding)
             elif isinstance(item, Session):
                 engine.on_session(item)
                 sessions.append(item)
@@ -145,7 +175,8 @@ def audit(
                 if cancelled is not None:
                     cancellations.append(cancelled)
                     outcome_counts[cancelled.outcome.value] += 1
-                findings.extend(engine.on_timeline(item, cancelled))
+                for finding in engine.on_timeline(item, cancelled):
+                    findings.add(finding)
                 if on_exchange:
                     on_exchange(item, cancelled)
         error = counter.error
@@ -154,12 +185,12 @@ def audit(
         )
         if error and on_input_error:
             on_input_error(error)
-    findings.extend(engine.finish())
-    findings.sort(key=lambda f: (-f.severity.rank, f.rule_id, f.session_key or "", str(f.request_id)))
+    for finding in engine.finish():
+        findings.add(finding)
     return AuditResult(
         tuple(inputs),
         tuple(sessions),
-        tuple(findings),
+        findings,
         cancellations,
         outcome_counts,
         tuple(engine.skips.values()),

@@ -181,7 +181,7 @@ def _audit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         _error(f"{args.output}: cannot write the report: {exc.strerror}")
         return 2
     finally:
-        result.cancellations.close()
+        result.close()
     fail_on = None if args.fail_on == "never" else Severity(args.fail_on)
     return result.exit_status(fail_on)
 

@@ -29,6 +29,9 @@ from analyzer.model import (
 )
 
 MAX_EVIDENCE = 8
+MAX_OPEN_GROUPS = 10_000
+"""Anomaly groups collected at once; past it the oldest becomes its finding (bounded memory). A later
+anomaly of that group then starts a new one, reported as a second finding."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,11 +85,13 @@ class Engine:
 
     # -- anomalies -----------------------------------------------------------------------------
 
-    def on_anomaly(self, anomaly: Anomaly) -> None:
+    def on_anomaly(self, anomaly: Anomaly) -> list[Finding]:
+        """Group the anomaly under its rules; returns the findings of groups closed to bound memory."""
         rules = self._by_anomaly.get(anomaly.name)
         if not rules:
             self.unruled_anomalies[anomaly.name] = self.unruled_anomalies.get(anomaly.name, 0) + 1
-            return
+            return []
+        closed = []
         for rule in rules:
             level = self._level(rule, anomaly.revision, anomaly.transport, anomaly.session_key)
             if level is None:
@@ -94,12 +99,16 @@ class Engine:
             key = self._group_key(rule, anomaly)
             group = self._groups.get(key)
             if group is None:
+                if len(self._groups) >= MAX_OPEN_GROUPS:
+                    oldest = next(iter(self._groups))
+                    closed.append(self._group_finding(self._groups.pop(oldest)))
                 group = self._groups[key] = _Group(rule, level, anomaly)
             if anomaly.origin in group.evidence:
                 continue  # one line can raise the same problem twice (e.g. a batch): cite it once
             group.count += 1
             if len(group.evidence) < MAX_EVIDENCE:
                 group.evidence.append(anomaly.origin)
+        return closed
 
     @staticmethod
     def _group_key(rule: Rule, anomaly: Anomaly) -> tuple[str, ...]:
@@ -114,33 +123,37 @@ class Engine:
 
     def finish(self) -> Iterator[Finding]:
         for group in self._groups.values():
-            a = group.anomaly
-            detail = a.detail if group.count == 1 else f"{a.detail} (and {group.count - 1} more like it)"
-            text = _render(
-                group.rule.message,
-                method=a.method,
-                request_id=a.request_id,
-                revision=a.revision,
-                gap=a.gap,
-                detail=detail,
-            )
-            yield Finding(
-                rule_id=group.rule.id,
-                rule=group.rule.slug,
-                rule_rev=group.rule.rev,
-                severity=group.rule.severity(group.level),
-                certainty=Certainty.EXACT if a.gap is None else Certainty.INFERRED,
-                session_key=a.session_key,
-                request_id=a.request_id,
-                method=a.method,
-                ts=a.ts,
-                message=text,
-                evidence=tuple(group.evidence),
-                revision=a.revision,
-                level=group.level,
-                more_evidence=group.count - len(group.evidence),
-            )
+            yield self._group_finding(group)
         self._groups.clear()
+
+    @staticmethod
+    def _group_finding(group: _Group) -> Finding:
+        a = group.anomaly
+        detail = a.detail if group.count == 1 else f"{a.detail} (and {group.count - 1} more like it)"
+        text = _render(
+            group.rule.message,
+            method=a.method,
+            request_id=a.request_id,
+            revision=a.revision,
+            gap=a.gap,
+            detail=detail,
+        )
+        return Finding(
+            rule_id=group.rule.id,
+            rule=group.rule.slug,
+            rule_rev=group.rule.rev,
+            severity=group.rule.severity(group.level),
+            certainty=Certainty.EXACT if a.gap is None else Certainty.INFERRED,
+            session_key=a.session_key,
+            request_id=a.request_id,
+            method=a.method,
+            ts=a.ts,
+            message=text,
+            evidence=tuple(group.evidence),
+            revision=a.revision,
+            level=group.level,
+            more_evidence=group.count - len(group.evidence),
+        )
 
     # -- timelines -----------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import math
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +24,7 @@ from analyzer.model import CancelledCall, Finding, Origin, Relation, RequestTime
 #: Bumped on any incompatible change of the JSON report (independent of the tool version).
 SCHEMA_VERSION = 1
 FORMATS = ("text", "json", "md", "html")
+SHOWN_PER_RULE = 200
 
 
 def templates_dir() -> Path:
@@ -168,9 +170,18 @@ def _unjudged(result: AuditResult) -> list[str]:
     return notes
 
 
-class _Cancellations:
-    """The cancellations of a report, converted one at a time from the audit's spool (re-iterable)."""
+class _Streamed:
+    """A list of the report converted one item at a time from the audit's spools (re-iterable), so
+    memory follows one item, not all of them."""
 
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+
+class _Cancellations(_Streamed):
     def __init__(self, result: AuditResult) -> None:
         self.result = result
 
@@ -181,16 +192,37 @@ class _Cancellations:
         return len(self.result.cancellations)
 
 
+class _Findings(_Streamed):
+    """Every finding, or for the reports people read the first `per_rule` of each rule."""
+
+    def __init__(self, result: AuditResult, per_rule: int | None) -> None:
+        self.result = result
+        self.per_rule = per_rule
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        shown: Counter[str] = Counter()
+        for finding in self.result.findings:
+            shown[finding.rule] += 1
+            if self.per_rule is None or shown[finding.rule] <= self.per_rule:
+                yield _finding(finding)
+
+    def __len__(self) -> int:
+        by_rule = self.result.findings.by_rule.values()
+        return sum(by_rule) if self.per_rule is None else sum(min(n, self.per_rule) for n in by_rule)
+
+
 def build(result: AuditResult) -> dict[str, Any]:
-    """The whole report as plain data (cancellations included: for tests and small audits)."""
-    report = _build(result)
+    """The whole report as plain data (every list included: for tests and small audits)."""
+    report = _build(result, None)
     report["cancellations"] = list(report["cancellations"])
+    report["findings"] = list(report["findings"])
     return report
 
 
-def _build(result: AuditResult) -> dict[str, Any]:
+def _build(result: AuditResult, shown_per_rule: int | None) -> dict[str, Any]:
+    """`shown_per_rule`: how many findings of each rule to list (None: all, as JSON does)."""
     counts = result.counts()
-    return {
+    report = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "cancelwire", "version": __version__},
         "inputs": [
@@ -206,7 +238,7 @@ def _build(result: AuditResult) -> dict[str, Any]:
         ],
         "sessions": [_session(s) for s in result.sessions],
         "cancellations": _Cancellations(result),
-        "findings": [_finding(f) for f in result.findings],
+        "findings": _Findings(result, shown_per_rule),
         "rules": [{"id": r.id, "rule": r.slug, "rev": r.rev, "summary": r.summary} for r in result.rules],
         "disabled_rules": [{"rule": k, "reason": v} for k, v in sorted(result.disabled.items())],
         "unjudged": _unjudged(result),
@@ -223,6 +255,11 @@ def _build(result: AuditResult) -> dict[str, Any]:
             "by_rule": dict(sorted(counts["rule"].items())),
         },
     }
+    if shown_per_rule is not None:
+        report["findings_not_shown"] = {
+            rule: n - shown_per_rule for rule, n in sorted(counts["rule"].items()) if n > shown_per_rule
+        }
+    return report
 
 
 def _environment(autoescape: bool) -> jinja2.Environment:
@@ -262,8 +299,9 @@ def render(result: AuditResult, fmt: str) -> str:
 
 
 def write(result: AuditResult, fmt: str, out: TextIO) -> None:
-    """Write the report as it is produced: memory follows one cancelled call, not all of them."""
-    report = _build(result)
+    """Write the report as it is produced: memory follows one cancelled call or finding, not all of them.
+    The reports people read list the first `SHOWN_PER_RULE` findings of each rule; JSON lists all."""
+    report = _build(result, None if fmt == "json" else SHOWN_PER_RULE)
     if fmt == "json":
         _write_json(report, out)
         return
@@ -274,7 +312,7 @@ def write(result: AuditResult, fmt: str, out: TextIO) -> None:
 
 
 def _write_json(report: dict[str, Any], out: TextIO) -> None:
-    """The JSON report, key by key; cancellations one at a time (2-space indentation throughout)."""
+    """The JSON report, key by key; cancellations and findings one at a time (2-space indentation)."""
 
     def dump(value: Any, indent: str) -> str:
         return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode().replace("\n", "\n" + indent)
@@ -282,7 +320,7 @@ def _write_json(report: dict[str, Any], out: TextIO) -> None:
     out.write("{\n")
     for position, (key, value) in enumerate(report.items()):
         out.write(f'  "{key}": ')
-        if isinstance(value, _Cancellations):
+        if isinstance(value, _Streamed):
             out.write("[")
             for index, item in enumerate(value):
                 out.write(("," if index else "") + "\n    " + dump(item, "    "))

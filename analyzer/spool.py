@@ -49,3 +49,32 @@ class Spool(Generic[T]):
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+K = TypeVar("K")
+
+
+class SortedSpool(Generic[K, T]):
+    """Items filed under sortable keys, each key's items in a `Spool` of their own: iterated key by
+    key in key order, each key's items in the order they were added."""
+
+    def __init__(self, in_memory_per_key: int = 500) -> None:
+        self.in_memory_per_key = in_memory_per_key
+        self._spools: dict[K, Spool[T]] = {}
+
+    def append(self, key: K, item: T) -> None:
+        spool = self._spools.get(key)
+        if spool is None:
+            spool = self._spools[key] = Spool(self.in_memory_per_key)
+        spool.append(item)
+
+    def __len__(self) -> int:
+        return sum(len(spool) for spool in self._spools.values())
+
+    def __iter__(self) -> Iterator[T]:
+        for key in sorted(self._spools):  # type: ignore[type-var]  # keys are sortable by contract
+            yield from self._spools[key]
+
+    def close(self) -> None:
+        for spool in self._spools.values():
+            spool.close()
