@@ -195,6 +195,8 @@ class SessionStart:
     """A revision declared by the recording itself (transcript header), if any."""
     timestamps: bool = True
     """False when the format carries no timestamps (go-sdk): ordering only."""
+    supersedes: str | None = None
+    """Key of the session this one replaces (the same server restarted, in a host log): it has ended."""
 
 
 @record

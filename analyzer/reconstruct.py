@@ -219,6 +219,9 @@ class Reconstructor:
     def feed(self, event: Event) -> None:
         """Take one event; what it completes is appended to the output buffer `run` hands on."""
         if isinstance(event, SessionStart):
+            ended = self.sessions.pop(event.supersedes, None) if event.supersedes else None
+            if ended is not None:
+                self._end(ended, event.seq, event.origin)
             if event.session_key not in self.sessions:
                 self._new_session(event)
             return
@@ -246,13 +249,16 @@ class Reconstructor:
 
     def finish(self, last_seq: int) -> None:
         for session in self.sessions.values():
-            end_origin = self.last_origin
-            for item in list(session.open.values()):
-                entry = TimelineEntry(EntryKind.RECORDING_ENDED, None, last_seq + 1, session.last_ts, end_origin)
-                self._add(session, item, entry)
-                self._finalise(session, item, ended=True)
-            self._out.append(self._session_summary(session))
+            self._end(session, last_seq + 1, self.last_origin)
         self.sessions.clear()
+
+    def _end(self, session: _SessionState, seq: int, origin: Origin) -> None:
+        """The recording of a session ended (the input did, or its server restarted): what is still
+        open is judged as never finished, and the session's state is freed."""
+        for item in list(session.open.values()):
+            self._add(session, item, TimelineEntry(EntryKind.RECORDING_ENDED, None, seq, session.last_ts, origin))
+            self._finalise(session, item, ended=True)
+        self._out.append(self._session_summary(session))
 
     # -- sessions ----------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from analyzer.audit import audit
 from analyzer.errors import InputError
 from analyzer.model import (
     Anomaly,
@@ -127,6 +128,28 @@ def test_claude_restart_and_two_servers(tmp_path: Path) -> None:
         ("start", 7, "in.log#b#2", "b", "proxy", True),  # a new initialize restarts b
         ("msg", 7, "in.log#b#2", "c2s", "request", 0, "initialize"),
     ]
+    starts = [e for e in read(claude_desktop.READER, tmp_path, log) if isinstance(e, SessionStart)]
+    assert [s.supersedes for s in starts] == [None, None, "in.log#a#1", "in.log#b#1"]
+
+
+def test_a_restart_ends_the_session_it_replaces(tmp_path: Path) -> None:
+    """The unanswered call of the first run is judged where the server restarted, not at the end."""
+    log = tmp_path / "mcp-server-a.log"
+    log.write_text(
+        f"2025-06-18T10:00:00.000Z [a] [info] Message from client: {INIT}\n"
+        f"2025-06-18T10:00:00.002Z [a] [info] Message from server: {INIT_RESULT}\n"
+        f"2025-06-18T10:00:00.100Z [a] [info] Message from client: {CALL}\n"
+        "2025-06-18T10:00:05.000Z [a] [info] Initializing server...\n"
+        f"2025-06-18T10:00:05.001Z [a] [info] Message from client: {INIT}\n"
+        f"2025-06-18T10:00:05.002Z [a] [info] Message from server: {INIT_RESULT}\n"
+        f"2025-06-18T10:10:00.000Z [a] [info] Message from client: {CANCEL}\n"
+    )
+    result = audit([str(log)])
+    never = [f for f in result.findings if f.rule == "request-never-answered"]
+    assert [(f.session_key, f.request_id, [o.line for o in f.evidence]) for f in never] == [
+        (f"{log}#a#1", 1, [3, 5]),  # the call, then the first message of the restarted server
+    ]
+    assert [s.key for s in result.sessions] == [f"{log}#a#1", f"{log}#a#2"]
 
 
 def test_claude_bad_lines_are_named_and_reading_goes_on(tmp_path: Path) -> None:

@@ -358,7 +358,9 @@ class LogSessions:
         """Display label per group, when the log names the server (else the group itself)."""
 
     def key(self, group: str | None) -> str:
-        number = self._state.get(group, (1, False))[0]
+        return self._key(group, self._state.get(group, (1, False))[0])
+
+    def _key(self, group: str | None, number: int) -> str:
         return f"{self.source}#{number}" if group is None else f"{self.source}#{group}#{number}"
 
     def restart(self, group: str | None) -> None:
@@ -384,4 +386,5 @@ class LogSessions:
             self.input_format,
             label=self.labels.get(group, group),
             timestamps=self.timestamps,
+            supersedes=self._key(group, number - 1) if number > 1 else None,
         )
