@@ -82,7 +82,8 @@ class ReconstructOptions:
     max_open: int = DEFAULT_MAX_OPEN
     """Open requests per session before the oldest is flushed (`reconstruct.too-many-open-requests`)."""
     max_tombstones: int = 50_000
-    """Finished requests remembered per session for late cancels and late progress."""
+    """Finished requests (and their progress tokens) remembered per input, across its sessions, for
+    late cancels, replies and progress; the oldest are forgotten first."""
     hold_seconds: float = 300.0
     """How long a silent cancelled request is kept open for a late reply or a verifying read."""
     max_entries: int = 256
@@ -154,11 +155,7 @@ class _SessionState:
     server_info: Mapping[str, Any] | None = None
     tool_effects: dict[str, str] = field(default_factory=dict)
     open: dict[tuple[Side, RequestId], _Open] = field(default_factory=dict)
-    tombstones: OrderedDict[tuple[Side, RequestId], _Tombstone] = field(default_factory=OrderedDict)
     tokens: dict[str | int, tuple[Side, RequestId]] = field(default_factory=dict)
-    finished_tokens: OrderedDict[str | int, str] = field(default_factory=OrderedDict)
-    task_tokens: OrderedDict[str | int, str] = field(default_factory=OrderedDict)
-    """Tokens of finished task-augmented or unjudged requests: later progress for them is no anomaly."""
     streams: dict[str, list[tuple[Side, RequestId]]] = field(default_factory=dict)
     held: dict[tuple[Side, RequestId], _Open] = field(default_factory=dict)
     """Cancelled or disconnected requests still open, oldest cancel first (bounded by `hold_seconds`)."""
@@ -172,7 +169,6 @@ class _SessionState:
     ordered: bool = True
     requests: int = 0
     messages: int = 0
-    tombstones_overflowed: bool = False
     next_expiry_check: float = float("-inf")
     """Recording time before which no held request can expire (saves a look per event)."""
 
@@ -199,6 +195,12 @@ class Reconstructor:
         """What the event being fed completed, handed on by `run` (no generator per event)."""
         self.last_origin = Origin(source)
         """Where the input ended (the last event read): the evidence for `recording-ended`."""
+        # Finished requests of every session, oldest first: memory is bounded per input, not per session.
+        self._tombstones: OrderedDict[tuple[str, Side, RequestId], _Tombstone] = OrderedDict()
+        self._finished_tokens: OrderedDict[tuple[str, str | int], str] = OrderedDict()
+        self._task_tokens: OrderedDict[tuple[str, str | int], str] = OrderedDict()
+        """Tokens of finished task-augmented or unjudged requests: later progress for them is no anomaly."""
+        self._forgetting = False
 
     def run(self, events: Iterable[Event]) -> Iterator[Output]:
         out = self._out
@@ -385,14 +387,14 @@ class Reconstructor:
                 requester=sender,
             )
             self._finalise(session, previous, ended=False, judged=False)
-        elif key in session.tombstones:
+        elif (earlier := self._tombstones.get((session.start.session_key, *key))) is not None:
             facts = revisions.facts(declared or session.revision)
             if facts is None or facts.unique_ids_per_session:
                 self._anomaly(
                     session,
                     event,
                     "jsonrpc.id-reused",
-                    f"{sender} reused id {message.id!r} of an earlier {session.tombstones[key].method}",
+                    f"{sender} reused id {message.id!r} of an earlier {earlier.method}",
                     message.id,
                     method,
                     requester=sender,
@@ -458,15 +460,17 @@ class Reconstructor:
         key = session.tokens.get(token)
         item = session.open.get(key) if key else None
         if item is None:
-            if token in session.task_tokens:
+            token_key = (session.start.session_key, token)
+            if token_key in self._task_tokens:
                 return
-            if token in session.finished_tokens:
+            finished = self._finished_tokens.get(token_key)
+            if finished is not None:
                 self._anomaly(
                     session,
                     event,
                     "progress.after-completion",
-                    f"progress for token {token!r} after its {session.finished_tokens[token]} finished",
-                    method=session.finished_tokens[token],
+                    f"progress for token {token!r} after its {finished} finished",
+                    method=finished,
                 )
             else:
                 self._anomaly(session, event, "progress.unknown-token", f"progress for unknown token {token!r}")
@@ -499,7 +503,7 @@ class Reconstructor:
             self._add(session, other, self._entry(EntryKind.RELATED_MESSAGE, sender, event))
             return  # 2026-07-28: the server ends a client's listen with a cancel (Subscriptions page)
         if own is None:
-            tomb = session.tombstones.get((sender, target))
+            tomb = self._tombstones.get((session.start.session_key, sender, target))
             if tomb is not None:
                 gap = event.ts - tomb.ts if event.ts is not None and tomb.ts is not None else None
                 self._anomaly(
@@ -574,7 +578,7 @@ class Reconstructor:
         key = (sender.other, message.id)
         item = session.open.get(key)
         if item is None:
-            tomb = session.tombstones.get(key)
+            tomb = self._tombstones.get((session.start.session_key, *key))
             if tomb is not None and not tomb.judged:
                 return  # the reply to a request we flushed unjudged (reported when it was flushed)
             why = f"already answered ({tomb.method})" if tomb else "never requested"
@@ -773,14 +777,16 @@ class Reconstructor:
         last = item.entries[-1]
         if item.last_counted is not None and item.last_counted.seq > last.seq:
             last = item.last_counted
-        tombstones = session.tombstones
-        if key in tombstones:
-            del tombstones[key]  # an id used again: its newest use goes to the end
-        tombstones[key] = _Tombstone(item.method, last.seq, last.ts, judged)
+        tombstones = self._tombstones
+        session_key = session.start.session_key
+        tomb_key = (session_key, *key)
+        if tomb_key in tombstones:
+            del tombstones[tomb_key]  # an id used again: its newest use goes to the end
+        tombstones[tomb_key] = _Tombstone(item.method, last.seq, last.ts, judged)
         if len(tombstones) > self.options.max_tombstones:
-            session.tombstones.popitem(last=False)
-            if not session.tombstones_overflowed:
-                session.tombstones_overflowed = True
+            tombstones.popitem(last=False)
+            if not self._forgetting:
+                self._forgetting = True
                 self._out.append(
                     Anomaly(
                         last.seq,
@@ -788,8 +794,8 @@ class Reconstructor:
                         last.origin,
                         session.start.session_key,
                         "reconstruct.tombstones-forgotten",
-                        f"more than {self.options.max_tombstones} finished requests; the oldest are forgotten, "
-                        "so a very late cancel, reply or progress for them reads as one for an unknown id",
+                        f"more than {self.options.max_tombstones} finished requests in this input; the oldest are "
+                        "forgotten, so a very late cancel, reply or progress for them reads as one for an unknown id",
                         revision=session.revision,
                         transport=session.start.transport,
                     )
@@ -798,8 +804,8 @@ class Reconstructor:
         if token is not None and session.tokens.get(token) == item.key:
             del session.tokens[token]
             # a task's progress goes on after its CreateTaskResult (Progress, 2025-11-25)
-            finished = session.task_tokens if item.is_task or not judged else session.finished_tokens
-            finished[token] = item.method
+            finished = self._task_tokens if item.is_task or not judged else self._finished_tokens
+            finished[(session_key, token)] = item.method
             if len(finished) > self.options.max_tombstones:
                 finished.popitem(last=False)
         if item.stream is not None:

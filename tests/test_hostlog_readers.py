@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analyzer.audit import audit
+from analyzer.audit import AuditOptions, audit
 from analyzer.errors import InputError
 from analyzer.model import (
     Anomaly,
@@ -37,6 +37,7 @@ from analyzer.readers import (
     transcript,
     vscode,
 )
+from analyzer.reconstruct import ReconstructOptions
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hostlogs"
 HOST_READERS: tuple[Reader, ...] = (claude_desktop.READER, vscode.READER, gosdk.READER, ndjson.READER)
@@ -458,3 +459,30 @@ def test_reading_goes_on_after_garbage(reader: Reader, tmp_path: Path) -> None:
     messages = [e for e in events if isinstance(e, MessageEvent)]
     # lines 1-4 are garbage (bytes(range(256)) holds a newline), line 5 is the good one
     assert [(m.origin.line, m.message.method) for m in messages] == [(5, "notifications/cancelled")]
+
+
+def test_finished_requests_are_remembered_per_input_across_sessions(tmp_path: Path) -> None:
+    """Memory for finished requests is bounded per input: a busy second server pushes out the first's."""
+    log = tmp_path / "mcp.log"
+    lines = [f"2025-06-18T10:00:00.000Z [a] [info] Message from client: {INIT}",
+             f"2025-06-18T10:00:00.001Z [a] [info] Message from server: {INIT_RESULT}"]
+    for n in range(1, 4):
+        for server in "ab":
+            call = CALL.replace('"id":1', f'"id":{n}').replace('"p"', f'"{server}{n}"')
+            reply = f'{{"jsonrpc":"2.0","id":{n},"result":{{}}}}'
+            lines.append(f"2025-06-18T10:00:0{n}.000Z [{server}] [info] Message from client: {call}")
+            lines.append(f"2025-06-18T10:00:0{n}.100Z [{server}] [info] Message from server: {reply}")
+    lines.append(f"2025-06-18T10:00:09.000Z [a] [info] Message from client: {CANCEL}")  # a's id 1, long done
+    log.write_text("\n".join(lines) + "\n")
+
+    def late_cancel(max_tombstones: int) -> list[tuple[str, str | None]]:
+        options = AuditOptions(reconstruct=ReconstructOptions(max_tombstones=max_tombstones))
+        return [(f.rule, f.session_key) for f in audit([str(log)], options).findings]
+
+    assert late_cancel(50_000) == [("cancel-after-completion", f"{log}#a#1")]
+    # a: initialize and 3 calls, b: 3 calls; with 4 remembered, a's first two are forgotten (noted
+    # once for the input, in the session whose request finished when forgetting began)
+    assert sorted(late_cancel(4)) == [
+        ("cancel-unknown-request", f"{log}#a#1"),
+        ("finished-requests-forgotten", f"{log}#b#1"),
+    ]
