@@ -2,7 +2,8 @@
 
 Per session: a pending table keyed by (requester side, request id), since the two senders have
 separate id spaces; progress tokens linked to their request; HTTP exchange streams linked to the
-requests they carry; a bounded tombstone set of finished requests (late cancels, late progress).
+requests they carry. Finished requests leave tombstones (late cancels, replies and progress), bounded
+per input across its sessions; a request keeps at most `max_entries` entries, then counts like ones.
 
 A timeline is finalised (and handed to the rules) as soon as nothing later can change its verdicts:
 answered on stdio; answered with its stream ended on HTTP. A cancelled request that got no reply is
