@@ -57,6 +57,8 @@ class Engine:
     def __init__(self, rules: Iterable[Rule]) -> None:
         self.rules = tuple(rules)
         self._timeline_rules = [(r, _starts_from(r)) for r in self.rules if r.condition.shape != "anomaly"]
+        self._candidates: dict[frozenset[EntryKind], list[Rule]] = {}
+        """Timeline rules worth evaluating, by the kinds of entry a timeline has (few distinct sets)."""
         self._by_anomaly: dict[str, list[Rule]] = {}
         for rule in self.rules:
             for name in rule.condition.anomalies:
@@ -158,12 +160,14 @@ class Engine:
     # -- timelines -----------------------------------------------------------------------------
 
     def on_timeline(self, timeline: RequestTimeline, cancelled: CancelledCall | None) -> Iterator[Finding]:
-        kinds = {e.kind for e in timeline.entries}
+        kinds = frozenset({e.kind for e in timeline.entries})
         if timeline.cancel is not None:
-            kinds.add(EntryKind.CANCEL)
-        for rule, needs in self._timeline_rules:
-            if needs.isdisjoint(kinds):
-                continue  # the timeline has no entry the condition starts from
+            kinds |= {EntryKind.CANCEL}
+        candidates = self._candidates.get(kinds)
+        if candidates is None:  # the rules whose condition starts from an entry the timeline has
+            candidates = [rule for rule, needs in self._timeline_rules if not needs.isdisjoint(kinds)]
+            self._candidates[kinds] = candidates
+        for rule in candidates:
             if rule.condition.shape == "absence" and rule.condition.within is None and not timeline.ended_by_recording:
                 continue
             matched = self._match(rule, timeline, cancelled)
