@@ -144,6 +144,14 @@ class EventFactory:
                 f"line of {raw.too_long} bytes skipped (limit {DEFAULT_MAX_LINE_BYTES} bytes)",
             )
 
+    def text_of(self, raw: RawLine, session_key: str | None) -> tuple[str | None, list[Anomaly]]:
+        """A line's text, and the anomalies to report for it; no text when the line is skipped (size)."""
+        problems = list(self.line_problems(raw, session_key))
+        if problems:
+            return None, problems
+        text, bad_utf8 = self.decode_utf8(raw, None, session_key)
+        return text, [bad_utf8] if bad_utf8 is not None else []
+
     def decode_utf8(self, raw: RawLine, ts: float | None, session_key: str | None) -> tuple[str, Anomaly | None]:
         try:
             return raw.data.decode("utf-8"), None

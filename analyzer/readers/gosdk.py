@@ -62,13 +62,10 @@ class GoSdkReader:
             )
             directions = {"write": direction_of(side), "read": direction_of(side.other)}
             for raw in lines:
-                problems = list(factory.line_problems(raw, sessions.key(None)))
-                if problems:
-                    yield from problems
+                text, problems = factory.text_of(raw, sessions.key(None))
+                yield from problems
+                if text is None:
                     continue
-                text, bad_utf8 = factory.decode_utf8(raw, None, sessions.key(None))
-                if bad_utf8 is not None:
-                    yield bad_utf8
                 match = _LINE.match(text)
                 if match is None:
                     if text.startswith(_MARSHAL_FAILED):

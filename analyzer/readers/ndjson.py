@@ -90,13 +90,10 @@ class NdjsonReader:
             inference = _Directions()
             for raw in lines:
                 key = sessions.key(None)
-                problems = list(factory.line_problems(raw, key))
-                if problems:
-                    yield from problems
+                text, problems = factory.text_of(raw, key)
+                yield from problems
+                if text is None:
                     continue
-                text, bad_utf8 = factory.decode_utf8(raw, None, key)
-                if bad_utf8 is not None:
-                    yield bad_utf8
                 if not text.strip():
                     continue
                 value = _loads(text)

@@ -52,13 +52,10 @@ class VSCodeReader:
         )
         with source.open_binary() as stream:
             for raw in iter_lines(stream):
-                problems = list(factory.line_problems(raw, sessions.key(None)))
-                if problems:
-                    yield from problems
+                text, problems = factory.text_of(raw, sessions.key(None))
+                yield from problems
+                if text is None:
                     continue
-                text, bad_utf8 = factory.decode_utf8(raw, None, sessions.key(None))
-                if bad_utf8 is not None:
-                    yield bad_utf8
                 match = _PREFIX.match(text)
                 ts = _epoch(match.group(1)) if match else None
                 if match is None:
