@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from transcripts import write_transcript
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from transcripts import Line, write_transcript
 
 from analyzer.audit import AuditOptions, audit
 from analyzer.model import CancelledCall, EntryKind, Relation, RequestTimeline
@@ -100,3 +103,37 @@ def test_timeline_is_bounded_and_runs_keep_their_side_of_the_cancel(tmp_path: Pa
     shown = cancellations[0].timeline
     assert shown is not None
     assert [e.repeats for e in shown.entries[-4:]] == [1, crossing, PROGRESS_AFTER - crossing, 1]
+
+
+CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "w", "_meta": {"progressToken": 1}}}
+STEP = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 1}}
+CANCEL = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+REPLY = {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["c2s", "s2c"]), st.sampled_from([CALL, STEP, CANCEL, REPLY]),
+                          st.sampled_from([0.001, 0.03, 0.5])), min_size=1, max_size=40))
+def test_any_sequence_reports_the_same_with_a_tiny_entry_limit(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, dict[str, object], float]]
+) -> None:
+    lines: list[Line] = []
+    ts = 1.0
+    for direction, message, gap in steps:
+        ts += gap
+        lines.append((ts, direction, message))
+    path = write_transcript(tmp_path_factory.mktemp("seq") / "x.jsonl", lines)
+
+    def summary(max_entries: int) -> tuple[object, ...]:
+        timelines: list[RequestTimeline] = []
+        options = AuditOptions(reconstruct=ReconstructOptions(max_entries=max_entries))
+        result = audit([str(path)], options, on_exchange=lambda t, c: timelines.append(t))
+        for t in timelines:
+            assert [e.seq for e in t.entries] == sorted(e.seq for e in t.entries)
+        return (
+            sorted((f.rule, str(f.request_id), f.ts, len(f.evidence) + f.more_evidence) for f in result.findings),
+            [(c.request_id, c.outcome) for c in result.cancellations],
+            [sum(e.repeats for e in t.entries) for t in timelines],
+        )
+
+    assert summary(2) == summary(10_000)
