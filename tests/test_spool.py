@@ -1,4 +1,4 @@
-from analyzer.spool import Spool
+from analyzer.spool import SortedSpool, Spool
 
 
 def test_spool_keeps_order_across_memory_and_disk_and_iterates_twice() -> None:
@@ -14,3 +14,13 @@ def test_spool_keeps_order_across_memory_and_disk_and_iterates_twice() -> None:
 
 def test_empty_spool() -> None:
     assert list(Spool()) == [] and len(Spool()) == 0
+
+
+def test_sorted_spool_goes_key_by_key_each_in_the_order_added() -> None:
+    spool: SortedSpool[tuple[int, str], int] = SortedSpool(in_memory_per_key=2)
+    for i in range(9):
+        spool.append((-(i % 3), "b" if i % 2 else "a"), i)
+    assert len(spool) == 9
+    assert list(spool) == [2, 8, 5, 4, 1, 7, 0, 6, 3]  # keys (-2,a) (-2,b) (-1,a) (-1,b) (0,a) (0,b)
+    assert list(spool) == [2, 8, 5, 4, 1, 7, 0, 6, 3]  # read again (two keys spilled to disk)
+    spool.close()
