@@ -471,6 +471,19 @@ def _sse_chunk(payload: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(event), event)
 
 
+def _length_and_session(head: bytes, session: bytes) -> tuple[int, bytes]:
+    """Content-Length and Mcp-Session-Id of an HTTP head (`session` when it names none)."""
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        lowered = name.strip().lower()
+        if lowered == b"content-length":
+            length = int(value)
+        elif lowered == b"mcp-session-id":
+            session = value.strip()
+    return length, session
+
+
 async def _serve_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     sock = writer.get_extra_info("socket")
     if sock is not None:
@@ -481,15 +494,7 @@ async def _serve_connection(reader: asyncio.StreamReader, writer: asyncio.Stream
                 head = await reader.readuntil(b"\r\n\r\n")
             except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
                 return
-            length = 0
-            session = b""
-            for line in head.split(b"\r\n")[1:]:
-                name, _, value = line.partition(b":")
-                lowered = name.strip().lower()
-                if lowered == b"content-length":
-                    length = int(value)
-                elif lowered == b"mcp-session-id":
-                    session = value.strip()
+            length, session = _length_and_session(head, b"")
             body = await reader.readexactly(length) if length else b""
             message = orjson.loads(body) if body else {}
             method = message.get("method")
@@ -582,15 +587,7 @@ class _Client:
     async def simple(self, message: dict[str, object], session: bytes) -> bytes:
         """POST and read a Content-Length response; returns the session id header if any."""
         head, reader = await self.post(message, session)
-        length = 0
-        sid = session
-        for line in head.split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
-            lowered = name.strip().lower()
-            if lowered == b"content-length":
-                length = int(value)
-            elif lowered == b"mcp-session-id":
-                sid = value.strip()
+        length, sid = _length_and_session(head, session)
         if length:
             await reader.readexactly(length)
         return sid

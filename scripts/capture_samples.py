@@ -218,6 +218,12 @@ class Ctx:
     tmp: Path
 
 
+
+def sdk_server(ctx: Ctx, name: str, port: int, log: Path, *extra: str) -> Proc:
+    """The real SDK server (`peers/http_sdk_server.py`) on `port`, writing its own log to `log`."""
+    argv = [PY, str(PEERS / "http_sdk_server.py"), "--port", str(port), "--log", str(log), "--max-seconds", "40"]
+    return Proc(f"{name}-server", [*argv, *extra], ctx.logdir)
+
 def sdk_scenario(
     ctx: Ctx,
     name: str,
@@ -234,23 +240,7 @@ def sdk_scenario(
     """Real SDK server and client on loopback under tshark; returns the port used."""
     port = pick_port(preferred_port)
     pcap, slog = OUT / f"{name}.pcapng", OUT / f"{name}.server.jsonl"
-    server = Proc(
-        f"{name}-server",
-        [
-            PY,
-            str(PEERS / "http_sdk_server.py"),
-            "--port",
-            str(port),
-            "--log",
-            str(slog),
-            "--transport",
-            transport,
-            "--max-seconds",
-            "40",
-            *(server_extra or []),
-        ],
-        ctx.logdir,
-    )
+    server = sdk_server(ctx, name, port, slog, "--transport", transport, *(server_extra or []))
     try:
         server.wait_ready()
         with capture(pcap, f"tcp port {port}", ctx.logdir):
@@ -289,22 +279,7 @@ def s_client_stops_reading(ctx: Ctx) -> None:
     name = "http-client-stops-reading"
     port = pick_port(18104)
     pcap, slog = OUT / f"{name}.pcapng", OUT / f"{name}.server.jsonl"
-    server = Proc(
-        f"{name}-server",
-        [
-            PY,
-            str(PEERS / "http_sdk_server.py"),
-            "--port",
-            str(port),
-            "--log",
-            str(slog),
-            "--sndbuf",
-            "4096",
-            "--max-seconds",
-            "40",
-        ],
-        ctx.logdir,
-    )
+    server = sdk_server(ctx, name, port, slog, "--sndbuf", "4096")
     try:
         server.wait_ready()
         with capture(pcap, f"tcp port {port}", ctx.logdir):
