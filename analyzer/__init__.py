@@ -1,12 +1,12 @@
 """cancelwire: audit recorded MCP sessions for what happens around cancellation.
 
-    from analyzer import audit, AuditOptions
-    result = audit(["session.jsonl"])
-    for finding in result.findings: ...
+from . import audit, AuditOptions
+result = audit(["session.jsonl"])
+for finding in result.findings: ...
 """
 
 __version__ = "0.1.0"
 
-from analyzer.audit import AuditOptions, AuditResult, audit
+from .audit import AuditOptions, AuditResult, audit
 
 __all__ = ["AuditOptions", "AuditResult", "__version__", "audit"]

@@ -7,11 +7,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from analyzer import outcomes
-from analyzer.catalog import Rule, load_catalog
-from analyzer.engine import Engine, Skip
-from analyzer.errors import CancelwireError, InputError, UnknownFormatError
-from analyzer.model import (
+from . import outcomes
+from .catalog import Rule, load_catalog
+from .engine import Engine, Skip
+from .errors import CancelwireError, InputError, UnknownFormatError
+from .model import (
     Anomaly,
     CancelledCall,
     Event,
@@ -20,9 +20,9 @@ from analyzer.model import (
     Session,
     Severity,
 )
-from analyzer.readers import InputSource, ReadOptions, choose_reader, expand_inputs
-from analyzer.reconstruct import ReconstructOptions, Reconstructor
-from analyzer.spool import SortedSpool, Spool
+from .readers import InputSource, ReadOptions, choose_reader, expand_inputs
+from .reconstruct import ReconstructOptions, Reconstructor
+from .spool import SortedSpool, Spool
 
 
 @dataclass(frozen=True, slots=True)

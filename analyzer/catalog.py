@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analyzer.errors import RuleFileError
-from analyzer.model import REVISIONS, EntryKind, Level, Outcome, Revision, Severity, Transport, Vantage
+from .errors import RuleFileError
+from .model import REVISIONS, EntryKind, Level, Outcome, Revision, Severity, Transport, Vantage
 
 PLACEHOLDERS = frozenset({"method", "request_id", "tool", "gap", "sender", "receiver", "revision"})
 STATUSES = ("preview", "stable", "deprecated", "removed")

@@ -15,14 +15,14 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
-from analyzer import __version__, catalog
-from analyzer.audit import AuditOptions, audit
-from analyzer.config import find_settings
-from analyzer.errors import CancelwireError, InputError
-from analyzer.model import REVISIONS, Level, Severity, Vantage
-from analyzer.readers import ReadOptions, reader_names
-from analyzer.reconstruct import DEFAULT_MAX_OPEN, ReconstructOptions
-from analyzer.report import FORMATS, write
+from . import __version__, catalog
+from .audit import AuditOptions, audit
+from .config import find_settings
+from .errors import CancelwireError, InputError
+from .model import REVISIONS, Level, Severity, Vantage
+from .readers import ReadOptions, reader_names
+from .reconstruct import DEFAULT_MAX_OPEN, ReconstructOptions
+from .report import FORMATS, write
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "explain":
             return _explain(args)
         if args.command == "frame":
-            from analyzer.readers.pcap import frame_details
+            from .readers.pcap import frame_details
 
             sys.stdout.write(f"{frame_details(args.capture, args.number)}\n")
             return 0
@@ -156,7 +156,7 @@ def _audit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     )
     writer = None
     if args.exchanges:
-        from analyzer.tables import ExchangeWriter
+        from .tables import ExchangeWriter
 
         writer = ExchangeWriter(args.exchanges)
 
@@ -261,6 +261,6 @@ def _record(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         command = command[1:]
     if not command:
         parser.error("record needs the server command after --, e.g. cancelwire record -- python server.py")
-    from analyzer.recorder import record
+    from .recorder import record
 
     return record(command, args.output)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analyzer.errors import ConfigError
+from .errors import ConfigError
 
 
 @dataclass(frozen=True, slots=True)

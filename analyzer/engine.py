@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from analyzer.catalog import Condition, Rule, Selector, Where
-from analyzer.model import (
+from .catalog import Condition, Rule, Selector, Where
+from .model import (
     Anomaly,
     CancelledCall,
     Certainty,

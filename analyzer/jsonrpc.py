@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from analyzer.model import Message, MessageKind
+from .model import Message, MessageKind
 
 EXCERPT_CHARS = 400
 _ABSENT: Any = object()

@@ -42,6 +42,7 @@ def record(cls: type[T]) -> type[T]:
     built.__reduce__ = reduce  # type: ignore[assignment,method-assign]
     return built
 
+
 #: Protocol revisions we know, oldest first.
 REVISIONS: tuple[Revision, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from analyzer.model import (
+from .model import (
     CancelledCall,
     Certainty,
     EntryKind,

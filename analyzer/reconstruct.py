@@ -14,6 +14,7 @@ held cancels, not input size.
 Where each entry stands relative to the cancel (BEFORE / CROSSING / AFTER, exact or inferred) is
 decided once per entry, with `ordering.relate`; rules and outcomes only read the tag.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -21,8 +22,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeGuard
 
-from analyzer import revisions
-from analyzer.model import (
+from . import revisions
+from .model import (
     Anomaly,
     CancelInfo,
     CancelMechanism,
@@ -48,7 +49,7 @@ from analyzer.model import (
     TransportKind,
     Vantage,
 )
-from analyzer.ordering import relate, says_cancelled
+from .ordering import relate, says_cancelled
 
 _TRANSPORT_ENTRY: Mapping[TransportKind, tuple[EntryKind, Side | None]] = {
     TransportKind.STREAM_OPENED: (EntryKind.STREAM_OPENED, Side.SERVER),
@@ -694,7 +695,15 @@ class Reconstructor:
     def _entry(kind: EntryKind, side: Side, event: MessageEvent) -> TimelineEntry:
         message = event.message
         return TimelineEntry(
-            kind, side, event.seq, event.ts, event.origin, event.stream, message.method, None, Certainty.EXACT,
+            kind,
+            side,
+            event.seq,
+            event.ts,
+            event.origin,
+            event.stream,
+            message.method,
+            None,
+            Certainty.EXACT,
             message.excerpt,
         )
 
@@ -828,11 +837,23 @@ class Reconstructor:
         effect = "none" if tool is None else session.tool_effects.get(tool, "unknown")
         start = session.start
         return RequestTimeline(  # RequestTimeline's fields, in order
-            start.session_key, item.requester, item.request_id, item.method, tool, effect, item.progress_token,
-            revision, basis, start.transport, start.vantage, item.stream, self._entries(item), item.cancel,
-            item.verified_by, ended,
+            start.session_key,
+            item.requester,
+            item.request_id,
+            item.method,
+            tool,
+            effect,
+            item.progress_token,
+            revision,
+            basis,
+            start.transport,
+            start.vantage,
+            item.stream,
+            self._entries(item),
+            item.cancel,
+            item.verified_by,
+            ended,
         )
-
 
     @staticmethod
     def _entries(item: _Open) -> tuple[TimelineEntry, ...]:

@@ -6,7 +6,7 @@
 
 Bytes pass through unchanged in both directions: each pipe has its own thread doing unbuffered
 `os.read`s, and every chunk is relayed as soon as it is read. Lines are split only for the
-transcript (JSON Lines, read by `analyzer.readers.transcript`):
+transcript (JSON Lines, read by `cancelwire.readers.transcript`):
 
     {"cancelwire_transcript": 1, "transport": "stdio", "vantage": "proxy", "command": [...], "ts": T}
     {"ts": T, "dir": "c2s" | "s2c" | "stderr", "line": "<exact line without its newline>"}
@@ -41,7 +41,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
-from analyzer.errors import CancelwireError, InputError
+from .errors import CancelwireError, InputError
 
 __all__ = ["FORMAT_VERSION", "FORWARDED_SIGNALS", "default_output_path", "record"]
 

@@ -17,9 +17,9 @@ from typing import Any, TextIO
 import jinja2
 import orjson
 
-from analyzer import __version__
-from analyzer.audit import AuditResult
-from analyzer.model import CancelledCall, Finding, Origin, Relation, RequestTimeline, Session
+from . import __version__
+from .audit import AuditResult
+from .model import CancelledCall, Finding, Origin, Relation, RequestTimeline, Session
 
 #: Bumped on any incompatible change of the JSON report (independent of the tool version).
 SCHEMA_VERSION = 1

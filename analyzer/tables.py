@@ -32,8 +32,8 @@ from typing import Any
 
 import pandas as pd
 
-from analyzer.errors import CancelwireError
-from analyzer.model import CancelledCall, EntryKind, RequestTimeline
+from .errors import CancelwireError
+from .model import CancelledCall, EntryKind, RequestTimeline
 
 CHUNK_ROWS = 50_000
 

@@ -83,8 +83,14 @@ class Run:
         return self.returncode == 0
 
 
-def measure(label: str, argv: list[str], *, stdout: int | None = subprocess.DEVNULL, timeout: float | None = None,
-            report: Path | None = None) -> Run:
+def measure(
+    label: str,
+    argv: list[str],
+    *,
+    stdout: int | None = subprocess.DEVNULL,
+    timeout: float | None = None,
+    report: Path | None = None,
+) -> Run:
     """Run argv in a fresh process; wall time and peak RSS (kB from wait4 → MB)."""
     err = tempfile.TemporaryFile()  # noqa: SIM115 (closed below, after the child is reaped)
     start = time.perf_counter()
@@ -114,11 +120,11 @@ def measure(label: str, argv: list[str], *, stdout: int | None = subprocess.DEVN
     return Run(label, wall, usage.ru_maxrss / 1024, proc.returncode, self_rss, children_rss, text, cpu)
 
 
-# Runs exactly what the `cancelwire` console script runs (analyzer.cli.main), then writes its own and its
+# Runs exactly what the `cancelwire` console script runs (cancelwire.cli.main), then writes its own and its
 # children's peak RSS to the file named in CANCELWIRE_BENCH_REPORT.
 AUDIT_WRAPPER = """
 import json, os, resource, sys
-from analyzer.cli import main
+from cancelwire.cli import main
 try:
     rc = main(sys.argv[1:])
 finally:
@@ -139,8 +145,8 @@ def measure_audit(path: Path, timeout: float | None) -> Run:
 READER_LOOP = """
 import sys
 from pathlib import Path
-from analyzer.readers import InputSource, ReadOptions
-from analyzer.readers.transcript import READER
+from cancelwire.readers import InputSource, ReadOptions
+from cancelwire.readers.transcript import READER
 path = Path(sys.argv[1])
 n = 0
 for _ in READER.read(InputSource(str(path), path), ReadOptions()):
@@ -192,26 +198,74 @@ class StdioMeta:
 
 
 TOOLS = [
-    {"name": "append_ledger", "description": "Append an entry to the ledger after `steps` slow steps.",
-     "inputSchema": {"type": "object", "properties": {"entry": {"type": "string"}, "steps": {"type": "integer"}},
-                     "required": ["entry", "steps"]}},
-    {"name": "send_email", "description": "Send an e-mail (side effects).",
-     "inputSchema": {"type": "object", "properties": {"to": {"type": "string"}, "body": {"type": "string"}}}},
-    {"name": "write_file", "description": "Write a file.", "annotations": {"destructiveHint": True},
-     "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}, "text": {"type": "string"}}}},
-    {"name": "count_words", "description": "Count the words of `text`, slowly; changes nothing.",
-     "annotations": {"readOnlyHint": True},
-     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}, "steps": {"type": "integer"}}}},
-    {"name": "read_ledger", "description": "The ledger's entries, oldest first.", "annotations": {"readOnlyHint": True},
-     "inputSchema": {"type": "object", "properties": {}}},
-    {"name": "search_docs", "description": "Full-text search.", "annotations": {"readOnlyHint": True},
-     "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}}}},
+    {
+        "name": "append_ledger",
+        "description": "Append an entry to the ledger after `steps` slow steps.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"entry": {"type": "string"}, "steps": {"type": "integer"}},
+            "required": ["entry", "steps"],
+        },
+    },
+    {
+        "name": "send_email",
+        "description": "Send an e-mail (side effects).",
+        "inputSchema": {"type": "object", "properties": {"to": {"type": "string"}, "body": {"type": "string"}}},
+    },
+    {
+        "name": "write_file",
+        "description": "Write a file.",
+        "annotations": {"destructiveHint": True},
+        "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}, "text": {"type": "string"}}},
+    },
+    {
+        "name": "count_words",
+        "description": "Count the words of `text`, slowly; changes nothing.",
+        "annotations": {"readOnlyHint": True},
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}, "steps": {"type": "integer"}}},
+    },
+    {
+        "name": "read_ledger",
+        "description": "The ledger's entries, oldest first.",
+        "annotations": {"readOnlyHint": True},
+        "inputSchema": {"type": "object", "properties": {}},
+    },
+    {
+        "name": "search_docs",
+        "description": "Full-text search.",
+        "annotations": {"readOnlyHint": True},
+        "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}}},
+    },
 ]
 SIDE_EFFECTING = ["append_ledger", "send_email", "write_file"]
 READ_ONLY = ["count_words", "search_docs"]
-WORDS = ["lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit", "sed", "do", "eiusmod",
-         "tempor", "incididunt", "ut", "labore", "et", "dolore", "magna", "aliqua", "order", "ledger", "invoice",
-         "customer", "shipment", "refund"]
+WORDS = [
+    "lorem",
+    "ipsum",
+    "dolor",
+    "sit",
+    "amet",
+    "consectetur",
+    "adipiscing",
+    "elit",
+    "sed",
+    "do",
+    "eiusmod",
+    "tempor",
+    "incididunt",
+    "ut",
+    "labore",
+    "et",
+    "dolore",
+    "magna",
+    "aliqua",
+    "order",
+    "ledger",
+    "invoice",
+    "customer",
+    "shipment",
+    "refund",
+]
 PROTOCOL = "2025-06-18"
 
 
@@ -234,9 +288,18 @@ def ensure_stdio(size_gb: float) -> StdioMeta:
     print(f"generating {path.relative_to(ROOT)} ({size_gb:g} GB) ...", flush=True)
     start = time.perf_counter()
     result = generate_stdio(path, int(size_gb * GB))
-    meta.write_text(json.dumps({
-        "bytes": result.bytes, "lines": result.lines, "messages": result.messages, "calls": result.calls,
-        "cancellations": result.cancellations, "sessions": result.sessions}))
+    meta.write_text(
+        json.dumps(
+            {
+                "bytes": result.bytes,
+                "lines": result.lines,
+                "messages": result.messages,
+                "calls": result.calls,
+                "cancellations": result.cancellations,
+                "sessions": result.sessions,
+            }
+        )
+    )
     print(f"  generated in {time.perf_counter() - start:.1f} s", flush=True)
     return result
 
@@ -289,19 +352,36 @@ def generate_stdio(path: Path, target: int) -> StdioMeta:
     next_id = 1
     with tmp.open("wb") as fh:
         w = _Writer(fh, 1_796_000_000.0)
-        w.raw(orjson.dumps({"cancelwire_transcript": 1, "transport": "stdio", "vantage": "proxy",
-                            "command": ["python", "bench_server.py"], "ts": w.ts}) + b"\n")
+        w.raw(
+            orjson.dumps(
+                {
+                    "cancelwire_transcript": 1,
+                    "transport": "stdio",
+                    "vantage": "proxy",
+                    "command": ["python", "bench_server.py"],
+                    "ts": w.ts,
+                }
+            )
+            + b"\n"
+        )
         while w.written + w.pending < target:
             sessions += 1
             # --- handshake
             rid = next_id
             next_id += 1
-            w.line(b"c2s", b'{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":"%s",'
-                   b'"capabilities":{},"clientInfo":{"name":"bench-client","version":"1.0"}}}'
-                   % (rid, PROTOCOL.encode()), 0.5)
-            w.line(b"s2c", b'{"jsonrpc":"2.0","id":%d,"result":{"protocolVersion":"%s","capabilities":'
-                   b'{"tools":{"listChanged":true},"resources":{}},"serverInfo":{"name":"bench-server",'
-                   b'"version":"1.0"}}}' % (rid, PROTOCOL.encode()), 0.05)
+            w.line(
+                b"c2s",
+                b'{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":"%s",'
+                b'"capabilities":{},"clientInfo":{"name":"bench-client","version":"1.0"}}}' % (rid, PROTOCOL.encode()),
+                0.5,
+            )
+            w.line(
+                b"s2c",
+                b'{"jsonrpc":"2.0","id":%d,"result":{"protocolVersion":"%s","capabilities":'
+                b'{"tools":{"listChanged":true},"resources":{}},"serverInfo":{"name":"bench-server",'
+                b'"version":"1.0"}}}' % (rid, PROTOCOL.encode()),
+                0.05,
+            )
             w.line(b"c2s", b'{"jsonrpc":"2.0","method":"notifications/initialized"}', 0.001)
             rid = next_id
             next_id += 1
@@ -323,37 +403,62 @@ def generate_stdio(path: Path, target: int) -> StdioMeta:
                 tool = (choice(SIDE_EFFECTING) if rand() < 0.6 else choice(READ_ONLY)).encode()
                 text = choice(texts)
                 steps = randint(1, 5)
-                w.line(b"c2s", b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s","arguments":'
-                       b'{"entry":"%s","steps":%d},"_meta":{"progressToken":%d}}}' % (rid, tool, text, steps, rid),
-                       0.01 + rand() * 0.05)
+                w.line(
+                    b"c2s",
+                    b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s","arguments":'
+                    b'{"entry":"%s","steps":%d},"_meta":{"progressToken":%d}}}' % (rid, tool, text, steps, rid),
+                    0.01 + rand() * 0.05,
+                )
                 cancelled = rand() < 0.03
                 stop = randint(1, steps) if cancelled else steps
                 for step in range(stop):
-                    w.line(b"s2c", b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%d,'
-                           b'"progress":%d,"total":%d,"message":"step %d of %d"}}'
-                           % (rid, step, steps, step + 1, steps),
-                           0.02 + rand() * 0.02)
+                    w.line(
+                        b"s2c",
+                        b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%d,'
+                        b'"progress":%d,"total":%d,"message":"step %d of %d"}}' % (rid, step, steps, step + 1, steps),
+                        0.02 + rand() * 0.02,
+                    )
                 if cancelled:
                     cancels += 1
-                    w.line(b"c2s", b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d,'
-                           b'"reason":"caller cancelled"}}' % rid, 0.01)
+                    w.line(
+                        b"c2s",
+                        b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d,'
+                        b'"reason":"caller cancelled"}}' % rid,
+                        0.01,
+                    )
                     mode = rand()
                     if mode < 0.4:
                         continue  # silence: the server drops it
                     if mode < 0.7:  # a late result: crossing (soon) or a violation (long after)
                         gap = 0.002 if rand() < 0.5 else 0.3
-                        w.line(b"s2c", b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"%s"}],'
-                               b'"isError":false}}' % (rid, text), gap)
+                        w.line(
+                            b"s2c",
+                            b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"%s"}],'
+                            b'"isError":false}}' % (rid, text),
+                            gap,
+                        )
                         continue
                     read = next_id  # silence, then a read that could verify the effect
                     next_id += 1
-                    w.line(b"c2s", b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"read_ledger",'
-                           b'"arguments":{}}}' % read, 0.5)
-                    w.line(b"s2c", b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"%s"}],'
-                           b'"structuredContent":{"result":["%s"]},"isError":false}}' % (read, text, text), 0.003)
+                    w.line(
+                        b"c2s",
+                        b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"read_ledger",'
+                        b'"arguments":{}}}' % read,
+                        0.5,
+                    )
+                    w.line(
+                        b"s2c",
+                        b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"%s"}],'
+                        b'"structuredContent":{"result":["%s"]},"isError":false}}' % (read, text, text),
+                        0.003,
+                    )
                     continue
-                w.line(b"s2c", b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"%s"}],'
-                       b'"structuredContent":{"result":"%s"},"isError":false}}' % (rid, text, text[:40]), 0.003)
+                w.line(
+                    b"s2c",
+                    b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"%s"}],'
+                    b'"structuredContent":{"result":"%s"},"isError":false}}' % (rid, text, text[:40]),
+                    0.003,
+                )
         w.raw(b'{"ts":%.6f,"event":"process-exited","status":0}\n' % (w.ts + 0.1))
         w.flush()
     tmp.replace(path)
@@ -373,17 +478,22 @@ def print_ratio(ours: Run, floor: Run, target: float, aim: float | None) -> None
     aim_text = f"; aim {aim:g}x" if aim else ""
     rss = ours.self_rss_mb if ours.self_rss_mb is not None else ours.rss_mb
     mem = "ok" if rss < RSS_TARGET_MB else "MISSED"
-    print(f"  {'ratio':<30}{ratio:7.2f}x  (target <= {target:g}x{aim_text}): {meets}   "
-          f"memory target < {RSS_TARGET_MB:.0f} MB: {mem}")
+    print(
+        f"  {'ratio':<30}{ratio:7.2f}x  (target <= {target:g}x{aim_text}): {meets}   "
+        f"memory target < {RSS_TARGET_MB:.0f} MB: {mem}"
+    )
 
 
 def bench_stdio(size_gb: float, timeout: float | None, repeat: int) -> tuple[StdioMeta, Run]:
     """Floor and audit `repeat` times, interleaved (a load spike on a shared machine hits both);
     the ratio is taken between the fastest of each, and the per-pair ratios show the spread."""
     meta = ensure_stdio(size_gb)
-    print(f"stdio  file {meta.bytes / GB:.2f} GB ({meta.path.relative_to(ROOT)}), {meta.messages / 1e6:.2f}M messages, "
-          f"{meta.calls / 1e3:.0f}k tools/call, {meta.cancellations / 1e3:.1f}k cancellations, "
-          f"{meta.sessions} sessions-worth", flush=True)
+    print(
+        f"stdio  file {meta.bytes / GB:.2f} GB ({meta.path.relative_to(ROOT)}), {meta.messages / 1e6:.2f}M messages, "
+        f"{meta.calls / 1e3:.0f}k tools/call, {meta.cancellations / 1e3:.1f}k cancellations, "
+        f"{meta.sessions} sessions-worth",
+        flush=True,
+    )
     floors: list[Run] = []
     audits: list[Run] = []
     for index in range(repeat):
@@ -391,22 +501,32 @@ def bench_stdio(size_gb: float, timeout: float | None, repeat: int) -> tuple[Std
         audits.append(measure_audit(meta.path, timeout))
         if repeat > 1:
             floor, audit = floors[-1], audits[-1]
-            print(f"  run {index + 1}/{repeat}: floor {floor.wall:.2f} s, audit {audit.wall:.2f} s "
-                  f"({audit.wall / max(floor.wall, 1e-9):.2f}x; CPU {floor.cpu:.2f} s vs {audit.cpu:.2f} s, "
-                  f"{audit.cpu / max(floor.cpu, 1e-9):.2f}x)", flush=True)
+            print(
+                f"  run {index + 1}/{repeat}: floor {floor.wall:.2f} s, audit {audit.wall:.2f} s "
+                f"({audit.wall / max(floor.wall, 1e-9):.2f}x; CPU {floor.cpu:.2f} s vs {audit.cpu:.2f} s, "
+                f"{audit.cpu / max(floor.cpu, 1e-9):.2f}x)",
+                flush=True,
+            )
     floor_run = min(floors, key=lambda r: r.wall)
     ours = min(audits, key=lambda r: r.wall)
     best = f"   (fastest of {repeat})" if repeat > 1 else ""
-    print(f"  {floor_run.label:<30}{fmt_time(floor_run.wall)}   {fmt_rss(floor_run)}{status(floor_run)}{best}",
-          flush=True)
+    print(
+        f"  {floor_run.label:<30}{fmt_time(floor_run.wall)}   {fmt_rss(floor_run)}{status(floor_run)}{best}", flush=True
+    )
     reader = measure("transcript reader alone", [PY, "-c", READER_LOOP, str(meta.path)], timeout=timeout)
-    print(f"  {reader.label:<30}{fmt_time(reader.wall)}   {fmt_rss(reader)}{status(reader)}"
-          f"   ({reader.wall / max(floor_run.wall, 1e-9):.2f}x the floor)", flush=True)
+    print(
+        f"  {reader.label:<30}{fmt_time(reader.wall)}   {fmt_rss(reader)}{status(reader)}"
+        f"   ({reader.wall / max(floor_run.wall, 1e-9):.2f}x the floor)",
+        flush=True,
+    )
     print(f"  {ours.label:<30}{fmt_time(ours.wall)}   {fmt_rss(ours)}{status(ours)}{best}", flush=True)
     print_ratio(ours, floor_run, STDIO_RATIO_TARGET, STDIO_RATIO_AIM)
     floor_cpu, ours_cpu = min(r.cpu for r in floors), min(r.cpu for r in audits)
-    print(f"  {'ratio of CPU time':<30}{ours_cpu / max(floor_cpu, 1e-9):7.2f}x  "
-          f"({floor_cpu:.2f} s vs {ours_cpu:.2f} s, fastest of each; less sensitive to other load)", flush=True)
+    print(
+        f"  {'ratio of CPU time':<30}{ours_cpu / max(floor_cpu, 1e-9):7.2f}x  "
+        f"({floor_cpu:.2f} s vs {ours_cpu:.2f} s, fastest of each; less sensitive to other load)",
+        flush=True,
+    )
     return meta, ours
 
 
@@ -418,16 +538,21 @@ def bench_scaling(sizes: list[float], timeout: float | None, done: dict[float, R
         meta = ensure_stdio(size)
         ours = done[size] if size in done else measure_audit(meta.path, timeout)
         rows.append((meta, ours))
-        print(f"  {meta.bytes / GB:5.2f} GB {meta.messages / 1e6:6.2f}M msgs   cancelwire audit {fmt_time(ours.wall)}"
-              f"   {fmt_rss(ours)}   ({ours.wall / max(meta.bytes / MB, 1e-9) * 1000:.1f} ms/MB){status(ours)}",
-              flush=True)
+        print(
+            f"  {meta.bytes / GB:5.2f} GB {meta.messages / 1e6:6.2f}M msgs   cancelwire audit {fmt_time(ours.wall)}"
+            f"   {fmt_rss(ours)}   ({ours.wall / max(meta.bytes / MB, 1e-9) * 1000:.1f} ms/MB){status(ours)}",
+            flush=True,
+        )
     if len(rows) >= 2:
         (m0, r0), (m1, r1) = rows[0], rows[-1]
         growth = r1.rss_mb / r0.rss_mb if r0.rss_mb else float("inf")
         size_growth = m1.bytes / m0.bytes
         flat = "flat (bounded)" if growth < 1.25 else "GROWS with input size"
-        print(f"  RSS x{growth:.2f} for input x{size_growth:.1f}: {flat}; "
-              f"time x{r1.wall / max(r0.wall, 1e-9):.2f} for input x{size_growth:.1f}", flush=True)
+        print(
+            f"  RSS x{growth:.2f} for input x{size_growth:.1f}: {flat}; "
+            f"time x{r1.wall / max(r0.wall, 1e-9):.2f} for input x{size_growth:.1f}",
+            flush=True,
+        )
 
 
 # ---------------------------------------------------------------------------------------------- profile
@@ -435,12 +560,15 @@ def bench_scaling(sizes: list[float], timeout: float | None, done: dict[float, R
 
 def profile_stdio(size_gb: float, top: int) -> None:
     """cProfile of the whole audit (read → reconstruct → engine → report) in this process."""
-    from analyzer.audit import AuditOptions, audit
-    from analyzer.report import render
+    from cancelwire.audit import AuditOptions, audit
+    from cancelwire.report import render
 
     meta = ensure_stdio(size_gb)
-    print(f"profile  cancelwire audit on {meta.path.relative_to(ROOT)} ({meta.bytes / MB:.0f} MB, "
-          f"{meta.messages / 1e6:.2f}M messages)", flush=True)
+    print(
+        f"profile  cancelwire audit on {meta.path.relative_to(ROOT)} ({meta.bytes / MB:.0f} MB, "
+        f"{meta.messages / 1e6:.2f}M messages)",
+        flush=True,
+    )
     profiler = cProfile.Profile()
     start = time.perf_counter()
     profiler.enable()
@@ -455,7 +583,7 @@ def profile_stdio(size_gb: float, top: int) -> None:
         stats = pstats.Stats(profiler, stream=text)
         stats.strip_dirs().sort_stats(key).print_stats(top)
         body = text.getvalue()
-        body = body[body.find("   ncalls"):] if "   ncalls" in body else body
+        body = body[body.find("   ncalls") :] if "   ncalls" in body else body
         print(f"  --- top {top} by {key} (saved: {out.relative_to(ROOT)})")
         print(body.rstrip())
 
@@ -507,13 +635,23 @@ async def _serve_connection(reader: asyncio.StreamReader, writer: asyncio.Stream
                 params = message.get("params", {})
                 steps = int(params.get("arguments", {}).get("steps", 3))
                 token = params.get("_meta", {}).get("progressToken")
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-                             b"Transfer-Encoding: chunked\r\nMcp-Session-Id: " + session + b"\r\n\r\n")
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                    b"Transfer-Encoding: chunked\r\nMcp-Session-Id: " + session + b"\r\n\r\n"
+                )
                 for step in range(steps):
                     await asyncio.sleep(0.002)
-                    writer.write(_sse_chunk(orjson.dumps({"jsonrpc": "2.0", "method": "notifications/progress",
-                                                          "params": {"progressToken": token, "progress": step,
-                                                                     "total": steps}})))
+                    writer.write(
+                        _sse_chunk(
+                            orjson.dumps(
+                                {
+                                    "jsonrpc": "2.0",
+                                    "method": "notifications/progress",
+                                    "params": {"progressToken": token, "progress": step, "total": steps},
+                                }
+                            )
+                        )
+                    )
                     await writer.drain()
                     if reader.at_eof():
                         return
@@ -525,15 +663,20 @@ async def _serve_connection(reader: asyncio.StreamReader, writer: asyncio.Stream
             if method == "initialize":
                 session = b"s-%d-%d" % (os.getpid(), random.getrandbits(48))
                 headers = b"Mcp-Session-Id: " + session + b"\r\n"
-                result = {"protocolVersion": PCAP_PROTOCOL, "capabilities": {"tools": {}},
-                          "serverInfo": {"name": "bench-http-server", "version": "1.0"}}
+                result = {
+                    "protocolVersion": PCAP_PROTOCOL,
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "bench-http-server", "version": "1.0"},
+                }
             elif method == "tools/list":
                 result = {"tools": TOOLS}
             else:
                 result = {}
             out = orjson.dumps({"jsonrpc": "2.0", "id": rid, "result": result})
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n%s"
-                         % (headers, len(out), out))
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n%s"
+                % (headers, len(out), out)
+            )
             await writer.drain()
     except (ConnectionError, asyncio.IncompleteReadError):
         return
@@ -576,10 +719,11 @@ class _Client:
         assert self.writer is not None and self.reader is not None
         body = orjson.dumps(message)
         extra = b"Mcp-Session-Id: " + session + b"\r\n" if session else b""
-        self.writer.write(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
-                          b"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: %s\r\n%s"
-                          b"Content-Length: %d\r\n\r\n%s"
-                          % (self.port, PCAP_PROTOCOL.encode(), extra, len(body), body))
+        self.writer.write(
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: %s\r\n%s"
+            b"Content-Length: %d\r\n\r\n%s" % (self.port, PCAP_PROTOCOL.encode(), extra, len(body), body)
+        )
         await self.writer.drain()
         head = await self.reader.readuntil(b"\r\n\r\n")
         return head, self.reader
@@ -610,8 +754,9 @@ class _Counts:
     sessions: int = 0
 
 
-async def _client_worker(port: int, rng: random.Random, counts: _Counts, target_calls: int, deadline: float,
-                         next_id: list[int]) -> None:
+async def _client_worker(
+    port: int, rng: random.Random, counts: _Counts, target_calls: int, deadline: float, next_id: list[int]
+) -> None:
     def new_id() -> int:
         next_id[0] += 1
         return next_id[0]
@@ -620,9 +765,19 @@ async def _client_worker(port: int, rng: random.Random, counts: _Counts, target_
         conn = _Client(port)
         counts.connections += 1
         counts.sessions += 1
-        session = await conn.simple({"jsonrpc": "2.0", "id": new_id(), "method": "initialize", "params": {
-            "protocolVersion": PCAP_PROTOCOL, "capabilities": {},
-            "clientInfo": {"name": "bench-http-client", "version": "1.0"}}}, b"")
+        session = await conn.simple(
+            {
+                "jsonrpc": "2.0",
+                "id": new_id(),
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": PCAP_PROTOCOL,
+                    "capabilities": {},
+                    "clientInfo": {"name": "bench-http-client", "version": "1.0"},
+                },
+            },
+            b"",
+        )
         await conn.simple({"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
         await conn.simple({"jsonrpc": "2.0", "id": new_id(), "method": "tools/list"}, session)
         for _ in range(rng.randint(20, 80)):
@@ -638,9 +793,19 @@ async def _client_worker(port: int, rng: random.Random, counts: _Counts, target_
             tool = rng.choice(SIDE_EFFECTING) if rng.random() < 0.6 else rng.choice(READ_ONLY)
             steps = rng.randint(1, 4)
             counts.calls += 1
-            _, reader = await conn.post({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {
-                "name": tool, "arguments": {"entry": f"order-{rid}", "steps": steps},
-                "_meta": {"progressToken": rid}}}, session)
+            _, reader = await conn.post(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "method": "tools/call",
+                    "params": {
+                        "name": tool,
+                        "arguments": {"entry": f"order-{rid}", "steps": steps},
+                        "_meta": {"progressToken": rid},
+                    },
+                },
+                session,
+            )
             cancel = rng.random() < 0.05
             if cancel:
                 counts.cancels += 1
@@ -648,8 +813,14 @@ async def _client_worker(port: int, rng: random.Random, counts: _Counts, target_
                 if rng.random() < 0.5:  # also POST the cancel notification on another connection
                     side = _Client(port)
                     counts.connections += 1
-                    await side.simple({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                                       "params": {"requestId": rid, "reason": "user cancelled"}}, session)
+                    await side.simple(
+                        {
+                            "jsonrpc": "2.0",
+                            "method": "notifications/cancelled",
+                            "params": {"requestId": rid, "reason": "user cancelled"},
+                        },
+                        session,
+                    )
                     await side.close()
                 await conn.close()  # closing the stream: the cancel on the wire
                 counts.connections += 1
@@ -678,8 +849,9 @@ def _free_port() -> int:
 
 
 def count_frames(path: Path) -> int:
-    out = subprocess.run([TSHARK, "-r", str(path), "-n", "-T", "fields", "-e", "frame.number"],
-                         capture_output=True, check=False)
+    out = subprocess.run(
+        [TSHARK, "-r", str(path), "-n", "-T", "fields", "-e", "frame.number"], capture_output=True, check=False
+    )
     return out.stdout.count(b"\n")
 
 
@@ -687,8 +859,11 @@ def count_frames(path: Path) -> int:
 def tshark_capture(out: Path, port: int) -> Iterator[None]:
     errpath = out.with_suffix(".tshark.log")
     with errpath.open("w+") as err:
-        proc = subprocess.Popen([TSHARK, "-i", "lo", "-B", "256", "-f", f"tcp port {port}", "-w", str(out)],
-                                stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(
+            [TSHARK, "-i", "lo", "-B", "256", "-f", f"tcp port {port}", "-w", str(out)],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
         deadline = time.monotonic() + 20
         while "Capturing on" not in errpath.read_text(errors="replace"):
             if proc.poll() is not None or time.monotonic() > deadline:
@@ -715,8 +890,12 @@ def tshark_capture(out: Path, port: int) -> Iterator[None]:
 
 def capture_http(out: Path, target_calls: int, workers: int) -> _Counts:
     port = _free_port()
-    server = subprocess.Popen([PY, str(Path(__file__).resolve()), "_pcap-server", str(port)],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT)
+    server = subprocess.Popen(
+        [PY, str(Path(__file__).resolve()), "_pcap-server", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
     try:
         assert server.stdout is not None
         if server.stdout.readline().strip() != b"READY":
@@ -742,19 +921,30 @@ def ensure_pcap(packets: int) -> tuple[Path, int, dict[str, int]]:
     DATA.mkdir(exist_ok=True)
     target_calls = max(1000, packets // 7)
     for attempt in range(3):
-        print(f"capturing real loopback HTTP traffic into {path.relative_to(ROOT)} "
-              f"(about {target_calls} tools/call, tshark -i lo) ...", flush=True)
+        print(
+            f"capturing real loopback HTTP traffic into {path.relative_to(ROOT)} "
+            f"(about {target_calls} tools/call, tshark -i lo) ...",
+            flush=True,
+        )
         start = time.perf_counter()
         counts = capture_http(path, target_calls, workers=12)
         frames = count_frames(path)
-        print(f"  {frames} packets, {counts.calls} tools/call, {counts.cancels} cancelled, "
-              f"{counts.connections} connections, {counts.sessions} sessions in {time.perf_counter() - start:.1f} s",
-              flush=True)
+        print(
+            f"  {frames} packets, {counts.calls} tools/call, {counts.cancels} cancelled, "
+            f"{counts.connections} connections, {counts.sessions} sessions in {time.perf_counter() - start:.1f} s",
+            flush=True,
+        )
         if frames >= packets or attempt == 2:
             break
         target_calls = int(target_calls * packets / max(frames, 1) * 1.1)
-    values = {"bytes": path.stat().st_size, "frames": frames, "calls": counts.calls, "cancels": counts.cancels,
-              "connections": counts.connections, "sessions": counts.sessions}
+    values = {
+        "bytes": path.stat().st_size,
+        "frames": frames,
+        "calls": counts.calls,
+        "cancels": counts.cancels,
+        "connections": counts.connections,
+        "sessions": counts.sessions,
+    }
     meta.write_text(json.dumps(values))
     return path, frames, values
 
@@ -765,11 +955,17 @@ def bench_pcap(packets: int, timeout: float | None) -> None:
     except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
         print(f"pcap   cannot make the capture: {exc}", flush=True)
         return
-    print(f"pcap   file {path.stat().st_size / MB:.0f} MB ({path.relative_to(ROOT)}), {frames / 1e3:.0f}k packets, "
-          f"{values['calls'] / 1e3:.1f}k tools/call, {values['cancels']} cancelled, "
-          f"{values['connections']} connections", flush=True)
-    floor = measure("floor (tshark -T fields frame)", [TSHARK, "-r", str(path), "-n", "-T", "fields",
-                                                        "-e", "frame.number"], timeout=timeout)
+    print(
+        f"pcap   file {path.stat().st_size / MB:.0f} MB ({path.relative_to(ROOT)}), {frames / 1e3:.0f}k packets, "
+        f"{values['calls'] / 1e3:.1f}k tools/call, {values['cancels']} cancelled, "
+        f"{values['connections']} connections",
+        flush=True,
+    )
+    floor = measure(
+        "floor (tshark -T fields frame)",
+        [TSHARK, "-r", str(path), "-n", "-T", "fields", "-e", "frame.number"],
+        timeout=timeout,
+    )
     print(f"  {floor.label:<30}{fmt_time(floor.wall)}   {fmt_rss(floor)}{status(floor)}", flush=True)
     ours = measure_audit(path, timeout)
     split = ""
@@ -797,8 +993,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--packets", type=int, default=200_000, help="pcap: packets to capture (default 200000)")
     parser.add_argument("--timeout", type=float, default=3600.0, help="kill a measured run after this many seconds")
     parser.add_argument("--top", type=int, default=30, help="profile: functions shown")
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="stdio: floor and audit runs, interleaved; the fastest of each is compared (default 3)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="stdio: floor and audit runs, interleaved; the fastest of each is compared (default 3)",
+    )
     args = parser.parse_args(argv)
     if args.case == "_pcap-server":
         with contextlib.suppress(KeyboardInterrupt):

@@ -218,11 +218,11 @@ class Ctx:
     tmp: Path
 
 
-
 def sdk_server(ctx: Ctx, name: str, port: int, log: Path, *extra: str) -> Proc:
     """The real SDK server (`peers/http_sdk_server.py`) on `port`, writing its own log to `log`."""
     argv = [PY, str(PEERS / "http_sdk_server.py"), "--port", str(port), "--log", str(log), "--max-seconds", "40"]
     return Proc(f"{name}-server", [*argv, *extra], ctx.logdir)
+
 
 def sdk_scenario(
     ctx: Ctx,

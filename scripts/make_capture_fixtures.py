@@ -203,8 +203,11 @@ def wait_fin(conn: socket.socket, timeout: float = 5.0) -> None:
 
 
 def progress(token: int, n: int, total: int = 4) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "method": "notifications/progress",
-            "params": {"progressToken": token, "progress": n, "total": total, "message": f"step {n}"}}
+    return {
+        "jsonrpc": "2.0",
+        "method": "notifications/progress",
+        "params": {"progressToken": token, "progress": n, "total": total, "message": f"step {n}"},
+    }
 
 
 def result(req_id: int, text: str) -> dict[str, Any]:
@@ -245,8 +248,17 @@ def sdk_server(ctx: Ctx, name: str, port: int, extra: list[str] | None = None) -
     """The real SDK server (scripts/peers/http_sdk_server.py); its JSONL log stays in the temp dir."""
     server = cs.Proc(
         f"{name}-server",
-        [PY, str(PEERS / "http_sdk_server.py"), "--port", str(port), "--log", str(ctx.tmp / f"{name}.server.jsonl"),
-         "--max-seconds", "40", *(extra or [])],
+        [
+            PY,
+            str(PEERS / "http_sdk_server.py"),
+            "--port",
+            str(port),
+            "--log",
+            str(ctx.tmp / f"{name}.server.jsonl"),
+            "--max-seconds",
+            "40",
+            *(extra or []),
+        ],
         ctx.logdir,
     )
     try:
@@ -297,9 +309,11 @@ def s_sdk_close_stream(ctx: Ctx) -> None:
     port = cs.pick_port(18391)
     pcap = ctx.tmp / "sdk-close-stream.pcapng"
     with sdk_server(ctx, "sdk-close-stream", port), cs.capture(pcap, f"tcp port {port}", ctx.logdir):
-        cs.run_client("sdk-close-stream-client",
-                      [PY, str(PEERS / "http_sdk_client.py"), "cancel-close-stream", f"http://127.0.0.1:{port}/mcp"],
-                      ctx.logdir)
+        cs.run_client(
+            "sdk-close-stream-client",
+            [PY, str(PEERS / "http_sdk_client.py"), "cancel-close-stream", f"http://127.0.0.1:{port}/mcp"],
+            ctx.logdir,
+        )
     cs.check_capture(pcap)
     copy(pcap, ctx.path("write-after-disconnect", "clean.pcapng"))
 
@@ -327,9 +341,20 @@ def s_bad_server_half_close(ctx: Ctx) -> None:
     """The existing hand-written bad server and half-close client: writes after the client's FIN."""
     port = cs.pick_port(18392)
     pcap = ctx.tmp / "bad-server.pcapng"
-    server = cs.Proc("bad-server",
-                     [PY, str(PEERS / "http_bad_server.py"), "--port", str(port),
-                      "--log", str(ctx.tmp / "bad-server.server.jsonl"), "--max-seconds", "20"], ctx.logdir)
+    server = cs.Proc(
+        "bad-server",
+        [
+            PY,
+            str(PEERS / "http_bad_server.py"),
+            "--port",
+            str(port),
+            "--log",
+            str(ctx.tmp / "bad-server.server.jsonl"),
+            "--max-seconds",
+            "20",
+        ],
+        ctx.logdir,
+    )
     try:
         server.wait_ready()
         with cs.capture(pcap, f"tcp port {port}", ctx.logdir):
@@ -345,10 +370,8 @@ def s_stops_reading(ctx: Ctx) -> None:
     """Real SDK server (small SO_SNDBUF), existing hand-written client that stops reading for 3 s."""
     port = cs.pick_port(18393)
     pcap = ctx.tmp / "stops-reading.pcapng"
-    with sdk_server(ctx, "stops-reading", port, ["--sndbuf", "4096"]), \
-            cs.capture(pcap, f"tcp port {port}", ctx.logdir):
-        cs.run_client("stops-reading", [PY, str(PEERS / "http_raw_clients.py"), "stops-reading", str(port)],
-                      ctx.logdir)
+    with sdk_server(ctx, "stops-reading", port, ["--sndbuf", "4096"]), cs.capture(pcap, f"tcp port {port}", ctx.logdir):
+        cs.run_client("stops-reading", [PY, str(PEERS / "http_raw_clients.py"), "stops-reading", str(port)], ctx.logdir)
         time.sleep(0.3)
     cs.check_capture(pcap)
     if not frames(pcap, "tcp.analysis.zero_window"):
@@ -363,9 +386,21 @@ def raw_2025_client(port: int, how: str) -> None:
     (`how="cancel"`, what the SDK client does too), or just close the connection without a cancel
     (`how="disconnect"`, which no SDK client does at 2025-11-25)."""
     a = RawHttp(port)
-    a.send("POST", jsonrpc({"id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "cancelwire-fixture-client", "version": "0"}}}), {})
+    a.send(
+        "POST",
+        jsonrpc(
+            {
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "cancelwire-fixture-client", "version": "0"},
+                },
+            }
+        ),
+        {},
+    )
     if a.head() != 200:
         raise cs.ScenarioError(f"initialize got {a.status}")
     sid = a.headers.get("mcp-session-id", "")
@@ -375,8 +410,17 @@ def raw_2025_client(port: int, how: str) -> None:
     if a.head() != 202:
         raise cs.ScenarioError(f"initialized got {a.status}")
     a.rest()
-    a.send("POST", jsonrpc({"id": 2, "method": "tools/call", "params": {
-        "name": "slow_write", "arguments": {"steps": 10}, "_meta": {"progressToken": 2}}}), hdrs)
+    a.send(
+        "POST",
+        jsonrpc(
+            {
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "slow_write", "arguments": {"steps": 10}, "_meta": {"progressToken": 2}},
+            }
+        ),
+        hdrs,
+    )
     if a.head() != 200:
         raise cs.ScenarioError(f"tools/call got {a.status}")
     a.until(lambda b: b.count(b"notifications/progress") >= 2)
@@ -385,8 +429,11 @@ def raw_2025_client(port: int, how: str) -> None:
         time.sleep(0.5)
         return
     b = RawHttp(port)
-    b.send("POST", jsonrpc({"method": "notifications/cancelled",
-                            "params": {"requestId": 2, "reason": "caller cancelled"}}), hdrs)
+    b.send(
+        "POST",
+        jsonrpc({"method": "notifications/cancelled", "params": {"requestId": 2, "reason": "caller cancelled"}}),
+        hdrs,
+    )
     if b.head() != 202:
         raise cs.ScenarioError(f"the cancel got {b.status}")
     b.rest()
@@ -417,9 +464,17 @@ def s_capture_ends_open(ctx: Ctx) -> None:
         a = None
         with cs.capture(pcap, f"tcp port {port}", ctx.logdir):
             a = RawHttp(port)
-            a.send("POST", jsonrpc({"id": 1, "method": "tools/call", "params": {
-                "name": "slow_write", "arguments": {"steps": 10}, "_meta": meta_2026(token=1)}}),
-                {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "slow_write"})
+            a.send(
+                "POST",
+                jsonrpc(
+                    {
+                        "id": 1,
+                        "method": "tools/call",
+                        "params": {"name": "slow_write", "arguments": {"steps": 10}, "_meta": meta_2026(token=1)},
+                    }
+                ),
+                {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "slow_write"},
+            )
             if a.head() != 200:
                 raise cs.ScenarioError(f"tools/call got {a.status}")
             a.until(lambda b: b.count(b"notifications/progress") >= 2)
@@ -451,9 +506,17 @@ def s_result_then_hold(ctx: Ctx) -> None:
     with hand_server(serve, port):
         with cs.capture(pcap, f"tcp port {port}", ctx.logdir):
             a = RawHttp(port)
-            a.send("POST", jsonrpc({"id": 1, "method": "tools/call", "params": {
-                "name": "quick", "arguments": {}, "_meta": meta_2026(token=1)}}),
-                {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "quick"})
+            a.send(
+                "POST",
+                jsonrpc(
+                    {
+                        "id": 1,
+                        "method": "tools/call",
+                        "params": {"name": "quick", "arguments": {}, "_meta": meta_2026(token=1)},
+                    }
+                ),
+                {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "quick"},
+            )
             a.head()
             a.until(lambda b: b'"result"' in b)
         release.set()
@@ -509,16 +572,28 @@ def other_stream(ctx: Ctx, name: str, revision: str, via: str, leak: bool) -> Pa
         other.close()
 
     if revision == "2026-07-28":
+
         def body(req_id: int, tool: str) -> bytes:
-            return jsonrpc({"id": req_id, "method": "tools/call", "params": {
-                "name": tool, "arguments": {}, "_meta": meta_2026(token=req_id)}})
+            return jsonrpc(
+                {
+                    "id": req_id,
+                    "method": "tools/call",
+                    "params": {"name": tool, "arguments": {}, "_meta": meta_2026(token=req_id)},
+                }
+            )
 
         def hdrs(tool: str) -> dict[str, str]:
             return {"MCP-Protocol-Version": revision, "Mcp-Method": "tools/call", "Mcp-Name": tool}
     else:
+
         def body(req_id: int, tool: str) -> bytes:
-            return jsonrpc({"id": req_id, "method": "tools/call", "params": {
-                "name": tool, "arguments": {}, "_meta": {"progressToken": req_id}}})
+            return jsonrpc(
+                {
+                    "id": req_id,
+                    "method": "tools/call",
+                    "params": {"name": tool, "arguments": {}, "_meta": {"progressToken": req_id}},
+                }
+            )
 
         def hdrs(tool: str) -> dict[str, str]:
             return {"MCP-Protocol-Version": revision, "Mcp-Session-Id": "fixture-session-1"}
@@ -573,9 +648,17 @@ def sse_cut(ctx: Ctx, name: str, complete: bool) -> Path:
 
     with hand_server(serve, port), cs.capture(pcap, f"tcp port {port}", ctx.logdir):
         a = RawHttp(port)
-        a.send("POST", jsonrpc({"id": 1, "method": "tools/call", "params": {
-            "name": "slow", "arguments": {}, "_meta": meta_2026(token=1)}}),
-            {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "slow"})
+        a.send(
+            "POST",
+            jsonrpc(
+                {
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {"name": "slow", "arguments": {}, "_meta": meta_2026(token=1)},
+                }
+            ),
+            {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "slow"},
+        )
         a.head()
         a.rest()  # until the server's FIN
         a.close()
@@ -594,11 +677,24 @@ def s_tls(ctx: Ctx) -> None:
     port = cs.pick_port(18399)
     pcap, keys = ctx.tmp / "tls.pcapng", ctx.tmp / "tls.keys"
     cert, key = cs.make_cert(ctx.tmp)
-    with sdk_server(ctx, "tls", port, ["--tls-cert", str(cert), "--tls-key", str(key)]), \
-            cs.capture(pcap, f"tcp port {port}", ctx.logdir):
-        cs.run_client("tls-client",
-                      [PY, str(PEERS / "http_sdk_client.py"), "cancel-close-stream", f"https://127.0.0.1:{port}/mcp",
-                       "--cafile", str(cert), "--keylog", str(keys)], ctx.logdir)
+    with (
+        sdk_server(ctx, "tls", port, ["--tls-cert", str(cert), "--tls-key", str(key)]),
+        cs.capture(pcap, f"tcp port {port}", ctx.logdir),
+    ):
+        cs.run_client(
+            "tls-client",
+            [
+                PY,
+                str(PEERS / "http_sdk_client.py"),
+                "cancel-close-stream",
+                f"https://127.0.0.1:{port}/mcp",
+                "--cafile",
+                str(cert),
+                "--keylog",
+                str(keys),
+            ],
+            ctx.logdir,
+        )
     if not keys.exists() or "CLIENT_TRAFFIC_SECRET_0" not in keys.read_text():
         raise cs.ScenarioError("no TLS 1.3 secrets in the key log")
     cs.check_capture(pcap, extra=["-o", f"tls.keylog_file:{keys}", "-d", f"tcp.port=={port},tls"])
@@ -616,12 +712,20 @@ def s_http_errors(ctx: Ctx) -> None:
         "get-405": [("GET", None, {"MCP-Protocol-Version": "2026-07-28"}, 405)],
         "get-405-ping": [
             ("GET", None, {"MCP-Protocol-Version": "2026-07-28"}, 405),
-            ("POST", jsonrpc({"id": 1, "method": "tools/list", "params": {"_meta": meta_2026()}}),
-             {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}, 200),
+            (
+                "POST",
+                jsonrpc({"id": 1, "method": "tools/list", "params": {"_meta": meta_2026()}}),
+                {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"},
+                200,
+            ),
         ],
         "unknown-session": [
-            ("POST", jsonrpc({"id": 7, "method": "tools/list"}),
-             {"MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": "0123456789abcdef0123456789abcdef"}, 404),
+            (
+                "POST",
+                jsonrpc({"id": 7, "method": "tools/list"}),
+                {"MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": "0123456789abcdef0123456789abcdef"},
+                404,
+            ),
         ],
     }
     made: dict[str, Path] = {}
@@ -650,8 +754,11 @@ def oversized(ctx: Ctx, name: str, size: int) -> Path:
     (a padded text argument); the server reads it all and answers a small application/json result."""
     port = cs.pick_port(18401)
     pcap = ctx.tmp / f"{name}.pcapng"
-    skeleton = {"id": 1, "method": "tools/call",
-                "params": {"name": "echo", "arguments": {"text": ""}, "_meta": meta_2026()}}
+    skeleton = {
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": ""}, "_meta": meta_2026()},
+    }
     pad = size - len(jsonrpc(skeleton))
     skeleton["params"]["arguments"]["text"] = "x" * pad  # type: ignore[index]
     body = jsonrpc(skeleton)
@@ -663,14 +770,18 @@ def oversized(ctx: Ctx, name: str, size: int) -> Path:
         with conn:
             _, _, got = read_request(conn)
             out = jsonrpc({"id": 1, "result": {"content": [{"type": "text", "text": f"{len(got)} bytes"}]}})
-            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-                         + f"content-length: {len(out)}\r\nconnection: close\r\n\r\n".encode() + out)
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                + f"content-length: {len(out)}\r\nconnection: close\r\n\r\n".encode()
+                + out
+            )
             wait_fin(conn)
 
     with hand_server(serve, port), cs.capture(pcap, f"tcp port {port}", ctx.logdir):
         a = RawHttp(port)
-        wire = request_bytes(port, "POST", body,
-                             {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo"})
+        wire = request_bytes(
+            port, "POST", body, {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo"}
+        )
         for at in range(0, len(wire), 128 << 10):  # paced, so dumpcap's buffer drops nothing
             a.s.sendall(wire[at : at + (128 << 10)])
             time.sleep(0.01)
@@ -706,17 +817,26 @@ def s_posted_cancel_held(ctx: Ctx) -> None:
     port = cs.pick_port(18402)
     pcap = ctx.tmp / "posted-cancel-held.pcapng"
     sid = "fixture-session-2"
-    json_head = "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {n}\r\n" \
+    json_head = (
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {n}\r\n"
         "mcp-session-id: " + sid + "\r\nserver: cancelwire-fixture-server\r\n\r\n"
+    )
     accepted = b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\nserver: cancelwire-fixture-server\r\n\r\n"
 
     def serve(lsock: socket.socket) -> None:
         a, _ = lsock.accept()
         with a:
             _, _, body = read_request(a)  # initialize
-            out = jsonrpc({"id": json.loads(body)["id"], "result": {
-                "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                "serverInfo": {"name": "cancelwire-fixture-server", "version": "0"}}})
+            out = jsonrpc(
+                {
+                    "id": json.loads(body)["id"],
+                    "result": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "cancelwire-fixture-server", "version": "0"},
+                    },
+                }
+            )
             a.sendall(json_head.format(status="200 OK", n=len(out)).encode() + out)
             read_request(a)  # notifications/initialized
             a.sendall(accepted)
@@ -738,9 +858,21 @@ def s_posted_cancel_held(ctx: Ctx) -> None:
 
     with hand_server(serve, port), cs.capture(pcap, f"tcp port {port}", ctx.logdir):
         a = RawHttp(port)
-        a.send("POST", jsonrpc({"id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "cancelwire-fixture-client", "version": "0"}}}), {})
+        a.send(
+            "POST",
+            jsonrpc(
+                {
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": "cancelwire-fixture-client", "version": "0"},
+                    },
+                }
+            ),
+            {},
+        )
         if a.head() != 200:
             raise cs.ScenarioError(f"initialize got {a.status}")
         a.rest()
@@ -749,14 +881,26 @@ def s_posted_cancel_held(ctx: Ctx) -> None:
         if a.head() != 202:
             raise cs.ScenarioError(f"initialized got {a.status}")
         a.rest()
-        a.send("POST", jsonrpc({"id": 2, "method": "tools/call", "params": {
-            "name": "slow", "arguments": {}, "_meta": {"progressToken": 2}}}), hdrs)
+        a.send(
+            "POST",
+            jsonrpc(
+                {
+                    "id": 2,
+                    "method": "tools/call",
+                    "params": {"name": "slow", "arguments": {}, "_meta": {"progressToken": 2}},
+                }
+            ),
+            hdrs,
+        )
         if a.head() != 200:
             raise cs.ScenarioError(f"tools/call got {a.status}")
         a.until(lambda b: b.count(b"notifications/progress") >= 2)
         b = RawHttp(port)
-        b.send("POST", jsonrpc({"method": "notifications/cancelled",
-                                "params": {"requestId": 2, "reason": "caller cancelled"}}), hdrs)
+        b.send(
+            "POST",
+            jsonrpc({"method": "notifications/cancelled", "params": {"requestId": 2, "reason": "caller cancelled"}}),
+            hdrs,
+        )
         if b.head() != 202:
             raise cs.ScenarioError(f"the cancel got {b.status}")
         b.rest()
@@ -775,8 +919,11 @@ def s_broken_http(ctx: Ctx) -> None:
     port = cs.pick_port(18403)
     pcap = ctx.tmp / "broken-http.pcapng"
     out = jsonrpc({"id": 1, "result": {"tools": []}})
-    broken = (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nthis line is not a header\r\n"
-              + f"content-length: {len(out)}\r\n\r\n".encode() + out)
+    broken = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nthis line is not a header\r\n"
+        + f"content-length: {len(out)}\r\n\r\n".encode()
+        + out
+    )
 
     def serve(lsock: socket.socket) -> None:
         conn, _ = lsock.accept()
@@ -789,8 +936,11 @@ def s_broken_http(ctx: Ctx) -> None:
 
     with hand_server(serve, port), cs.capture(pcap, f"tcp port {port}", ctx.logdir):
         a = RawHttp(port)
-        a.send("POST", jsonrpc({"id": 1, "method": "tools/list", "params": {"_meta": meta_2026()}}),
-               {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"})
+        a.send(
+            "POST",
+            jsonrpc({"id": 1, "method": "tools/list", "params": {"_meta": meta_2026()}}),
+            {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"},
+        )
         got = b""
         while data := a.s.recv(65536):  # read raw until the server's FIN
             got += data

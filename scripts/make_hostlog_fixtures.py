@@ -60,8 +60,13 @@ def relay(capture: Path, command: list[str]) -> None:
     child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     lock = threading.Lock()
     with capture.open("w", encoding="utf-8") as log:
-        header = {"cancelwire_transcript": 1, "transport": "stdio", "vantage": "proxy",
-                  "command": ["python", "make_hostlog_fixtures.py", "--serve"], "ts": time.time()}
+        header = {
+            "cancelwire_transcript": 1,
+            "transport": "stdio",
+            "vantage": "proxy",
+            "command": ["python", "make_hostlog_fixtures.py", "--serve"],
+            "ts": time.time(),
+        }
         log.write(json.dumps(header) + "\n")
 
         def pump(src: IO[bytes], dst: IO[bytes] | None, direction: str) -> None:
@@ -232,9 +237,7 @@ def render() -> None:
     records = load_capture()
     files = {
         "mcp.log": render_claude(records),
-        f"mcp-server-{SERVER}.log": "".join(
-            text + "\n" for _, text in claude_lines(records, SERVER, 0.0)
-        ),
+        f"mcp-server-{SERVER}.log": "".join(text + "\n" for _, text in claude_lines(records, SERVER, 0.0)),
         f"vscode-{SERVER}.log": render_vscode(records),
         "gosdk-client.log": render_gosdk(records, "client"),
         "gosdk-server.log": render_gosdk(records, "server"),
@@ -247,9 +250,7 @@ def render() -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--render", action="store_true", help="only re-render from the committed capture")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--relay", metavar="CAPTURE", help=argparse.SUPPRESS)

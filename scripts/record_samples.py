@@ -5,7 +5,7 @@
 
 Every recording runs the server under the recorder exactly as a host would launch it:
 
-    [sys.executable, "-m", "analyzer", "record", "-o", OUT, "--", sys.executable, SERVER_SCRIPT]
+    [sys.executable, "-m", "cancelwire", "record", "-o", OUT, "--", sys.executable, SERVER_SCRIPT]
 
 The SDK samples drive the official MCP Python SDK client (`mcp.Client` over stdio) against a
 real SDK server (scripts/peers/sdk_server.py). The `handwritten-*` samples use a hand-written
@@ -42,8 +42,8 @@ MODERN = "2026-07-28"
 
 
 def recorder(out: Path) -> list[str]:
-    """The recorder command line, as a host would be configured: `python -m analyzer record -o OUT --`."""
-    return [sys.executable, "-m", "analyzer", "record", "-o", str(out), "--"]
+    """The recorder command line, as a host would be configured: `python -m cancelwire record -o OUT --`."""
+    return [sys.executable, "-m", "cancelwire", "record", "-o", str(out), "--"]
 
 
 def child_env() -> dict[str, str]:

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from cancelwire.audit import audit
+from cancelwire.errors import InputError
+from cancelwire.model import Anomaly, MessageEvent, SessionStart, TransportEvent
+from cancelwire.readers import InputSource, ReadOptions
+from cancelwire.readers.transcript import READER
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from analyzer.audit import audit
-from analyzer.errors import InputError
-from analyzer.model import Anomaly, MessageEvent, SessionStart, TransportEvent
-from analyzer.readers import InputSource, ReadOptions
-from analyzer.readers.transcript import READER
 
 HEADER = json.dumps({"cancelwire_transcript": 1, "transport": "stdio", "vantage": "proxy"})
 
@@ -38,13 +37,14 @@ def _audit_bytes(tmp_path: Path, data: bytes) -> tuple[list[tuple[str, int | Non
 
 def test_damage_in_the_middle_is_named_by_line_and_the_rest_is_judged(tmp_path: Path) -> None:
     data = (
-        HEADER.encode() + b"\n"
-        + _rec(1.0, "c2s", CALL)                                  # line 2
-        + b'{"ts": 1.1, "dir": "s2c", "line": "{\\"jsonrpc\n'      # line 3: half a line
-        + b"\x00\x01\xfe\xff garbage \x9c\n"                      # line 4: binary garbage
-        + _rec(1.2, "c2s", CANCEL)                                # line 5
-        + b'{"ts": 1.3, "dir": "s2c", "line": "caf\xe9"}\n'         # line 6: invalid UTF-8
-        + _rec(9.0, "s2c", LATE)                                  # line 7: a late result, still judged
+        HEADER.encode()
+        + b"\n"
+        + _rec(1.0, "c2s", CALL)  # line 2
+        + b'{"ts": 1.1, "dir": "s2c", "line": "{\\"jsonrpc\n'  # line 3: half a line
+        + b"\x00\x01\xfe\xff garbage \x9c\n"  # line 4: binary garbage
+        + _rec(1.2, "c2s", CANCEL)  # line 5
+        + b'{"ts": 1.3, "dir": "s2c", "line": "caf\xe9"}\n'  # line 6: invalid UTF-8
+        + _rec(9.0, "s2c", LATE)  # line 7: a late result, still judged
     )
     findings, outcomes = _audit_bytes(tmp_path, data)
     assert sorted(findings) == [
@@ -79,9 +79,7 @@ def test_newer_transcript_version_is_refused_by_name(tmp_path: Path) -> None:
     path = tmp_path / "future.jsonl"
     path.write_text(json.dumps({"cancelwire_transcript": 99}) + "\n")
     result = audit([str(path)])
-    assert result.inputs[0].error == (
-        f"{path}:1: transcript format version 99 is newer than this cancelwire reads (1)"
-    )
+    assert result.inputs[0].error == (f"{path}:1: transcript format version 99 is newer than this cancelwire reads (1)")
 
 
 @settings(max_examples=200, deadline=None)
@@ -98,9 +96,24 @@ def test_transcript_reader_survives_arbitrary_bytes(tmp_path_factory: object, da
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.sampled_from([CALL, CANCEL, LATE, {"jsonrpc": "2.0", "id": None, "result": 1}, [CALL, LATE],
-                                 {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1}},
-                                 "not json", 17]), min_size=1, max_size=30))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                CALL,
+                CANCEL,
+                LATE,
+                {"jsonrpc": "2.0", "id": None, "result": 1},
+                [CALL, LATE],
+                {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1}},
+                "not json",
+                17,
+            ]
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
 def test_whole_pipeline_survives_any_message_sequence(tmp_path_factory: object, messages: list[object]) -> None:
     folder = tmp_path_factory.mktemp("seq")  # type: ignore[attr-defined]
     path = folder / "x.jsonl"

@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from analyzer.jsonrpc import classify
-from analyzer.model import Direction, MessageEvent
-from analyzer.readers import InputSource, ReadOptions
-from analyzer.readers.pcap import READER
+from cancelwire.jsonrpc import classify
+from cancelwire.model import Direction, MessageEvent
+from cancelwire.readers import InputSource, ReadOptions
+from cancelwire.readers.pcap import READER
 
 HTTP = Path(__file__).resolve().parent.parent / "sample_captures" / "http"
 Key = tuple[str, str, Any, Any, str]

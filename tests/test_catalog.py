@@ -7,11 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from analyzer import revisions
-from analyzer.catalog import load_catalog
-from analyzer.cli import explain_text
-from analyzer.errors import RuleFileError
+from cancelwire import revisions
+from cancelwire.catalog import load_catalog
+from cancelwire.cli import explain_text
+from cancelwire.errors import RuleFileError
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = load_catalog()
@@ -56,7 +55,10 @@ def test_cancel_rules_are_must_exactly_where_2026_07_28_makes_them_must() -> Non
     for slug in ("response-after-cancel", "progress-after-cancel"):
         rule = next(r for r in RULES if r.slug == slug)
         assert {rev: str(level) for rev, level in rule.levels.items()} == {
-            "2024-11-05": "SHOULD", "2025-03-26": "SHOULD", "2025-06-18": "SHOULD", "2025-11-25": "SHOULD",
+            "2024-11-05": "SHOULD",
+            "2025-03-26": "SHOULD",
+            "2025-06-18": "SHOULD",
+            "2025-11-25": "SHOULD",
             "2026-07-28": "MUST",
         }
 
@@ -110,8 +112,8 @@ def test_unknown_placeholder_is_a_load_error(tmp_path: Path) -> None:
 
 
 def test_public_api_is_pinned() -> None:
-    import analyzer
+    import cancelwire
 
-    assert analyzer.__all__ == ["AuditOptions", "AuditResult", "__version__", "audit"]
-    result = analyzer.audit([str(ROOT / "sample_captures" / "stdio" / "sdk-cancel-readonly-tool.jsonl")])
+    assert cancelwire.__all__ == ["AuditOptions", "AuditResult", "__version__", "audit"]
+    result = cancelwire.audit([str(ROOT / "sample_captures" / "stdio" / "sdk-cancel-readonly-tool.jsonl")])
     assert [c.outcome.value for c in result.cancellations] == ["clean"]

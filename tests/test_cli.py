@@ -13,7 +13,11 @@ STDIO = ROOT / "sample_captures" / "stdio"
 
 def run(*args: str, cwd: Path = ROOT, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "analyzer", *args], cwd=cwd, capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", "cancelwire", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
         input=stdin.decode() if stdin is not None else None,
     )
 
@@ -155,8 +159,12 @@ def test_frame_shows_the_packet_a_finding_cites() -> None:
 
 def test_a_closed_pipe_is_not_an_error() -> None:
     proc = subprocess.run(
-        f"{sys.executable} -m analyzer audit sample_captures/ --format html | head -1", shell=True, cwd=ROOT,
-        capture_output=True, text=True, timeout=120,
+        f"{sys.executable} -m cancelwire audit sample_captures/ --format html | head -1",
+        shell=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.stdout == "<!DOCTYPE html>\n"  # the report is larger than the pipe buffer
     assert proc.stderr == ""

@@ -9,14 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from cancelwire.audit import AuditOptions, audit
+from cancelwire.model import CancelledCall, EntryKind, Relation, RequestTimeline
+from cancelwire.reconstruct import ReconstructOptions
+from cancelwire.tables import row
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from transcripts import Line, write_transcript
-
-from analyzer.audit import AuditOptions, audit
-from analyzer.model import CancelledCall, EntryKind, Relation, RequestTimeline
-from analyzer.reconstruct import ReconstructOptions
-from analyzer.tables import row
 
 PROGRESS_BEFORE = 300
 PROGRESS_AFTER = 120
@@ -70,9 +69,7 @@ def test_runs_change_no_finding_outcome_or_count(tmp_path: Path) -> None:
     assert findings == all_findings
     rules = [f[0] for f in findings]
     assert rules == ["response-after-cancel", "progress-after-cancel"]
-    late_progress = sum(
-        1 for e in full.entries if e.kind is EntryKind.PROGRESS and e.relation is Relation.AFTER
-    )
+    late_progress = sum(1 for e in full.entries if e.kind is EntryKind.PROGRESS and e.relation is Relation.AFTER)
     assert findings[1][5] == 1 + late_progress  # the cancel, then each late progress notification
     assert [c.outcome for c in cancellations] == [c.outcome for c in all_cancellations]
     assert row(timeline, cancellations[0]) | {"entries": 0} == row(full, all_cancellations[0]) | {"entries": 0}
@@ -112,8 +109,17 @@ REPLY = {"jsonrpc": "2.0", "id": 1, "result": {}}
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["c2s", "s2c"]), st.sampled_from([CALL, STEP, CANCEL, REPLY]),
-                          st.sampled_from([0.001, 0.03, 0.5])), min_size=1, max_size=40))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["c2s", "s2c"]),
+            st.sampled_from([CALL, STEP, CANCEL, REPLY]),
+            st.sampled_from([0.001, 0.03, 0.5]),
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
 def test_any_sequence_reports_the_same_with_a_tiny_entry_limit(
     tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, dict[str, object], float]]
 ) -> None:

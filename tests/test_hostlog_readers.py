@@ -9,12 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from analyzer.audit import AuditOptions, audit
-from analyzer.errors import InputError
-from analyzer.model import (
+from cancelwire.audit import AuditOptions, audit
+from cancelwire.errors import InputError
+from cancelwire.model import (
     Anomaly,
     Direction,
     Event,
@@ -26,7 +23,7 @@ from analyzer.model import (
     TransportEvent,
     Vantage,
 )
-from analyzer.readers import (
+from cancelwire.readers import (
     InputSource,
     Reader,
     ReadOptions,
@@ -37,7 +34,9 @@ from analyzer.readers import (
     transcript,
     vscode,
 )
-from analyzer.reconstruct import ReconstructOptions
+from cancelwire.reconstruct import ReconstructOptions
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hostlogs"
 HOST_READERS: tuple[Reader, ...] = (claude_desktop.READER, vscode.READER, gosdk.READER, ndjson.READER)
@@ -103,7 +102,9 @@ def test_claude_both_orders_metadata_stderr_backwards_time(tmp_path: Path) -> No
     start = events[0]
     assert isinstance(start, SessionStart)
     assert (start.transport, start.input_format, start.origin) == (
-        Transport.STDIO, "claude-desktop", Origin("in.log", line=2)
+        Transport.STDIO,
+        "claude-desktop",
+        Origin("in.log", line=2),
     )
 
 
@@ -155,13 +156,13 @@ def test_a_restart_ends_the_session_it_replaces(tmp_path: Path) -> None:
 
 def test_claude_bad_lines_are_named_and_reading_goes_on(tmp_path: Path) -> None:
     log = (
-        b"2025-06-18T10:00:00.000Z [a] [info] Message from client: {\"jsonrpc\":\"2.0\",\"id\":1,\n"
+        b'2025-06-18T10:00:00.000Z [a] [info] Message from client: {"jsonrpc":"2.0","id":1,\n'
         b"junk Message from server: {}\n"
         b"2025-06-18T10:00:00.100Z [a] [info] Message from server: "
-        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"x\":\"\xff\"}}\n"
+        b'{"jsonrpc":"2.0","id":1,"result":{"x":"\xff"}}\n'
         b"\x00\x01\x02\xfe binary\n"
         b"2025-06-18T10:00:00.200Z [a] [info] Message from client: " + CANCEL.encode() + b"\n"
-        b"2025-06-18T10:00:00.300Z [a] [info] Message from client: {\"jsonrpc\":\"2.0\",\"id\":2,\"meth"
+        b'2025-06-18T10:00:00.300Z [a] [info] Message from client: {"jsonrpc":"2.0","id":2,"meth'
     )
     assert summary(read(claude_desktop.READER, tmp_path, log)) == [
         ("start", 1, "in.log#a#1", "a", "client", True),
@@ -230,7 +231,7 @@ def test_gosdk_client_side_from_shapes_without_initialize(tmp_path: Path) -> Non
 
 def test_gosdk_side_assumed_once_and_vantage_override(tmp_path: Path) -> None:
     ping = '{"jsonrpc":"2.0","id":9,"method":"ping"}'
-    log = f"write: {ping}\nread: {{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{{}}}}\nwrite: {ping}\n"
+    log = f'write: {ping}\nread: {{"jsonrpc":"2.0","id":9,"result":{{}}}}\nwrite: {ping}\n'
     assert summary(read(gosdk.READER, tmp_path, log)) == [
         ("start", 1, "in.log#1", None, "client", False),
         ("anomaly", 1, "in.log#1", "input.side-assumed"),
@@ -245,7 +246,7 @@ def test_gosdk_side_assumed_once_and_vantage_override(tmp_path: Path) -> None:
 
 def test_gosdk_bad_lines(tmp_path: Path) -> None:
     log = (
-        b"write: {\"jsonrpc\":\"2.0\",\"id\":1,\nLoggingTransport: failed to marshal: x\nread: \xff\xfe\n"
+        b'write: {"jsonrpc":"2.0","id":1,\nLoggingTransport: failed to marshal: x\nread: \xff\xfe\n'
         b"write: " + CANCEL.encode()
     )
     assert summary(read(gosdk.READER, tmp_path, log, ReadOptions(vantage=Vantage.CLIENT))) == [
@@ -264,10 +265,18 @@ def test_gosdk_bad_lines(tmp_path: Path) -> None:
 def test_ndjson_bare_directions_inferred(tmp_path: Path) -> None:
     sampling = '{"jsonrpc":"2.0","id":%d,"method":"sampling/createMessage","params":{}}'
     lines = [
-        INIT, INIT_RESULT, '{"jsonrpc":"2.0","method":"notifications/initialized"}', CALL, PROGRESS,
-        sampling % 5, '{"jsonrpc":"2.0","id":5,"result":{"role":"assistant"}}',  # answers the server
-        CANCEL, '{"jsonrpc":"2.0","id":7,"method":"ping"}', '{"jsonrpc":"2.0","id":7,"result":{}}',
-        sampling % 1, '{"jsonrpc":"2.0","id":1,"result":{}}',  # both sides have id 1 open
+        INIT,
+        INIT_RESULT,
+        '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        CALL,
+        PROGRESS,
+        sampling % 5,
+        '{"jsonrpc":"2.0","id":5,"result":{"role":"assistant"}}',  # answers the server
+        CANCEL,
+        '{"jsonrpc":"2.0","id":7,"method":"ping"}',
+        '{"jsonrpc":"2.0","id":7,"result":{}}',
+        sampling % 1,
+        '{"jsonrpc":"2.0","id":1,"result":{}}',  # both sides have id 1 open
     ]
     assert summary(read(ndjson.READER, tmp_path, "\n".join(lines) + "\n")) == [
         ("start", 1, "in.log#1", None, "unknown", False),
@@ -382,10 +391,14 @@ def sessions_of(name: str) -> dict[str, list[tuple[str, str, object, str | None]
 def test_paired_fixtures_hold_the_same_session() -> None:
     (reference,) = sessions_of("session.capture.jsonl").values()
     assert [(d, k, m) for d, k, _, m in reference] == [
-        ("c2s", "request", "initialize"), ("s2c", "result", None),
-        ("c2s", "notification", "notifications/initialized"), ("c2s", "request", "tools/list"),
-        ("s2c", "result", None), ("c2s", "request", "tools/call"),
-        ("s2c", "notification", "notifications/progress"), ("s2c", "notification", "notifications/progress"),
+        ("c2s", "request", "initialize"),
+        ("s2c", "result", None),
+        ("c2s", "notification", "notifications/initialized"),
+        ("c2s", "request", "tools/list"),
+        ("s2c", "result", None),
+        ("c2s", "request", "tools/call"),
+        ("s2c", "notification", "notifications/progress"),
+        ("s2c", "notification", "notifications/progress"),
         ("c2s", "notification", "notifications/cancelled"),
     ]
     claude = sessions_of("mcp.log")
@@ -430,14 +443,31 @@ def _events_or_input_error(reader: Reader, path: Path) -> Iterator[Event]:
 
 @pytest.mark.parametrize("reader", HOST_READERS, ids=lambda r: r.name)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.binary(max_size=2000) | st.lists(
-    st.sampled_from([
-        b"read: ", b"write: ", b"2025-06-18T10:00:00.000Z [a] [info] Message from client: ",
-        b"2025-06-18 10:00:00.000 [info] [server -> editor] ", b'{"jsonrpc":"2.0","id":1,"method":"initialize"}',
-        b'{"direction":"send","message":', b'{"dir":"c2s","msg":', b"\n", b"\xff", b"}", b"[", b"\x00",
-        CANCEL.encode(), b" { metadata: undefined }", b"Initializing server...",
-    ]), max_size=40,
-).map(b"".join))
+@given(
+    data=st.binary(max_size=2000)
+    | st.lists(
+        st.sampled_from(
+            [
+                b"read: ",
+                b"write: ",
+                b"2025-06-18T10:00:00.000Z [a] [info] Message from client: ",
+                b"2025-06-18 10:00:00.000 [info] [server -> editor] ",
+                b'{"jsonrpc":"2.0","id":1,"method":"initialize"}',
+                b'{"direction":"send","message":',
+                b'{"dir":"c2s","msg":',
+                b"\n",
+                b"\xff",
+                b"}",
+                b"[",
+                b"\x00",
+                CANCEL.encode(),
+                b" { metadata: undefined }",
+                b"Initializing server...",
+            ]
+        ),
+        max_size=40,
+    ).map(b"".join)
+)
 def test_arbitrary_bytes_give_only_events(reader: Reader, tmp_path: Path, data: bytes) -> None:
     path = tmp_path / "fuzz.log"
     path.write_bytes(data)
@@ -464,8 +494,10 @@ def test_reading_goes_on_after_garbage(reader: Reader, tmp_path: Path) -> None:
 def test_finished_requests_are_remembered_per_input_across_sessions(tmp_path: Path) -> None:
     """Memory for finished requests is bounded per input: a busy second server pushes out the first's."""
     log = tmp_path / "mcp.log"
-    lines = [f"2025-06-18T10:00:00.000Z [a] [info] Message from client: {INIT}",
-             f"2025-06-18T10:00:00.001Z [a] [info] Message from server: {INIT_RESULT}"]
+    lines = [
+        f"2025-06-18T10:00:00.000Z [a] [info] Message from client: {INIT}",
+        f"2025-06-18T10:00:00.001Z [a] [info] Message from server: {INIT_RESULT}",
+    ]
     for n in range(1, 4):
         for server in "ab":
             call = CALL.replace('"id":1', f'"id":{n}').replace('"p"', f'"{server}{n}"')

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from analyzer.readers.http1 import (
+from cancelwire.readers.http1 import (
     Http1Connection,
     HttpEvent,
     ParseError,
@@ -34,16 +33,25 @@ def kinds(events: list[HttpEvent]) -> list[str]:
 def test_request_and_chunked_sse_response_piece_by_piece() -> None:
     conn = Http1Connection()
     out = conn.feed_client(POST)
-    assert out[0] == RequestHead(0, "POST", "/mcp", (
-        ("host", "x"), ("content-type", "application/json"), ("mcp-session-id", "s1"),
-        ("content-length", "2"),
-    ), "1.1")
+    assert out[0] == RequestHead(
+        0,
+        "POST",
+        "/mcp",
+        (
+            ("host", "x"),
+            ("content-type", "application/json"),
+            ("mcp-session-id", "s1"),
+            ("content-length", "2"),
+        ),
+        "1.1",
+    )
     assert out[1] == RequestEnd(0, b"{}", False, 2)
     assert header(out[0].headers, "Mcp-Session-Id") == "s1"
     assert conn.open_exchanges() == [0]
     head = conn.feed_server(SSE_HEAD)
-    assert head == [ResponseHead(0, 200, "OK", (("content-type", "text/event-stream"),
-                                                ("transfer-encoding", "chunked")))]
+    assert head == [
+        ResponseHead(0, 200, "OK", (("content-type", "text/event-stream"), ("transfer-encoding", "chunked")))
+    ]
     assert conn.feed_server(chunk(b"data: a\n\n")) == [ResponseData(0, b"data: a\n\n")]
     # a chunk split in the middle gives its bytes as they arrive
     body = chunk(b"data: b\n\n")

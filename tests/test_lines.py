@@ -1,8 +1,8 @@
 import io
 
-from analyzer.jsonrpc import decode_text
-from analyzer.model import MessageKind
-from analyzer.readers._lines import RawLine, iter_lines
+from cancelwire.jsonrpc import decode_text
+from cancelwire.model import MessageKind
+from cancelwire.readers._lines import RawLine, iter_lines
 
 
 def test_lines_are_numbered_and_crlf_stripped() -> None:

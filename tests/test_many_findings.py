@@ -11,10 +11,9 @@ from pathlib import Path
 
 import orjson
 import pytest
+from cancelwire import engine, report
+from cancelwire.audit import audit
 from transcripts import Line, write_transcript
-
-from analyzer import engine, report
-from analyzer.audit import audit
 
 REPLIES = 30
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from analyzer.model import (
+from cancelwire.model import (
     CancelInfo,
     CancelMechanism,
     Certainty,
@@ -17,7 +16,7 @@ from analyzer.model import (
     TimelineEntry,
     Vantage,
 )
-from analyzer.ordering import relate, says_cancelled
+from cancelwire.ordering import relate, says_cancelled
 
 ORIGIN = Origin("x")
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from cancelwire.audit import AuditOptions, audit
+from cancelwire.reconstruct import ReconstructOptions
 from transcripts import write_transcript
-
-from analyzer.audit import AuditOptions, audit
-from analyzer.reconstruct import ReconstructOptions
 
 TOOLS = [
     {"name": "write", "inputSchema": {"type": "object"}},

@@ -24,13 +24,12 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-
-from analyzer.errors import InputError
-from analyzer.model import Anomaly, Event, MessageEvent, SessionStart, TransportEvent
-from analyzer.readers import InputSource, ReadOptions
-from analyzer.readers.http1 import Flow
-from analyzer.readers.pcap import READER
-from analyzer.readers.tshark_fields import parse_line, tshark_command
+from cancelwire.errors import InputError
+from cancelwire.model import Anomaly, Event, MessageEvent, SessionStart, TransportEvent
+from cancelwire.readers import InputSource, ReadOptions
+from cancelwire.readers.http1 import Flow
+from cancelwire.readers.pcap import READER
+from cancelwire.readers.tshark_fields import parse_line, tshark_command
 
 TSHARK = shutil.which("tshark")
 pytestmark = pytest.mark.skipif(TSHARK is None, reason="tshark is not installed")
@@ -45,8 +44,12 @@ _ports = iter(range(18300 + (int(time.time()) % 50) * 20, 65000))
 def capture(port: int, path: Path) -> Iterator[None]:
     """Capture loopback traffic on one port; waits until tshark is capturing, stops it with SIGINT."""
     assert TSHARK is not None
-    proc = subprocess.Popen([TSHARK, "-i", "lo", "-f", f"tcp port {port}", "-w", str(path)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [TSHARK, "-i", "lo", "-f", f"tcp port {port}", "-w", str(path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     ready = threading.Event()
     lines: list[str] = []
 
@@ -114,8 +117,10 @@ def chunk(data: bytes) -> bytes:
 
 def post(body: dict[str, Any], session: str | None = None, target: str = "/mcp") -> bytes:
     raw = json.dumps(body, separators=(",", ":")).encode()
-    head = (f"POST {target} HTTP/1.1\r\nHost: {HOST}\r\nContent-Type: application/json\r\n"
-            "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-06-18\r\n")
+    head = (
+        f"POST {target} HTTP/1.1\r\nHost: {HOST}\r\nContent-Type: application/json\r\n"
+        "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-06-18\r\n"
+    )
     if session:
         head += f"Mcp-Session-Id: {session}\r\n"
     return head.encode() + b"Content-Length: %d\r\n\r\n" % len(raw) + raw
@@ -149,8 +154,12 @@ def summary(events: list[Event]) -> list[tuple[Any, ...]]:
 def frames(path: Path) -> dict[int, tuple[int, bytes]]:
     """tshark's own view: frame number → (tcp flags, tcp payload)."""
     assert TSHARK is not None
-    out = subprocess.run([TSHARK, "-r", str(path), "-n", "-T", "fields", "-e", "frame.number", "-e", "tcp.flags",
-                          "-e", "tcp.payload"], capture_output=True, text=True, check=False).stdout
+    out = subprocess.run(
+        [TSHARK, "-r", str(path), "-n", "-T", "fields", "-e", "frame.number", "-e", "tcp.flags", "-e", "tcp.payload"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
     table: dict[int, tuple[int, bytes]] = {}
     for line in out.splitlines():
         number, flags, payload = [*line.split("\t"), "", ""][:3]
@@ -183,12 +192,18 @@ def scenario_keepalive(port: int) -> None:
     def server(c: socket.socket) -> None:
         recv_until(c, b'"initialize"}')
         r = b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"}}'
-        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: sess-1\r\n"
-                  b"Content-Length: %d\r\n\r\n" % len(r) + r)
+        c.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: sess-1\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(r) + r
+        )
         recv_until(c, b'"x"}}')
         c.sendall(SSE_HEAD)
-        for piece in (b"id: 0\nretry: 1000\ndata:\n\n", b": ping\n\n", b"data: " + PROGRESS + b"\n\n",
-                      b"id: 1\ndata: " + RESULT_2 + b"\n\n"):
+        for piece in (
+            b"id: 0\nretry: 1000\ndata:\n\n",
+            b": ping\n\n",
+            b"data: " + PROGRESS + b"\n\n",
+            b"id: 1\ndata: " + RESULT_2 + b"\n\n",
+        ):
             time.sleep(0.03)
             c.sendall(chunk(piece))
         time.sleep(0.03)
@@ -226,7 +241,7 @@ def scenario_cancel_by_close(port: int) -> None:
     serve(port, server)
     s = socket.create_connection((HOST, port))
     s.sendall(post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x"}}, "s-2"))
-    recv_until(s, b"progress\":1}}\n\n\r\n")
+    recv_until(s, b'progress":1}}\n\n\r\n')
     s.close()
     done.wait(5)
 
@@ -322,8 +337,9 @@ def scenario_sessionless(port: int) -> None:
     def server(c: socket.socket) -> None:
         recv_until(c, b'"bad"}')
         err = b'{"jsonrpc":"2.0","id":1,"error":{"code":-32020,"message":"version mismatch"}}'
-        c.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
-                  % len(err) + err)
+        c.sendall(
+            b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(err) + err
+        )
         recv_until(c, b'"x"}}')
         c.sendall(SSE_HEAD)
         recv_until(c, b"never")
@@ -331,7 +347,7 @@ def scenario_sessionless(port: int) -> None:
     thread = serve(port, server)
     with socket.create_connection((HOST, port)) as s:
         s.sendall(post({"jsonrpc": "2.0", "id": 1, "method": "bad"}))
-        recv_until(s, b"mismatch\"}}")
+        recv_until(s, b'mismatch"}}')
         s.sendall(post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x"}}))
         recv_until(s, b"chunked\r\n\r\n")
     thread.join(5)
@@ -362,11 +378,18 @@ def make(name: str, scenario: Callable[[int], None], directory: Path) -> tuple[P
 @pytest.fixture(scope="module")
 def captures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, int]]:
     directory = tmp_path_factory.mktemp("captures")
-    made = {name: make(name, fn, directory) for name, fn in [
-        ("keepalive", scenario_keepalive), ("cancel_by_close", scenario_cancel_by_close),
-        ("stops_reading", scenario_stops_reading), ("server_reset", scenario_server_reset),
-        ("legacy", scenario_legacy), ("sessionless", scenario_sessionless), ("not_http", scenario_not_http),
-    ]}
+    made = {
+        name: make(name, fn, directory)
+        for name, fn in [
+            ("keepalive", scenario_keepalive),
+            ("cancel_by_close", scenario_cancel_by_close),
+            ("stops_reading", scenario_stops_reading),
+            ("server_reset", scenario_server_reset),
+            ("legacy", scenario_legacy),
+            ("sessionless", scenario_sessionless),
+            ("not_http", scenario_not_http),
+        ]
+    }
     for sock, stop in _open_until_captured:
         stop.set()
         sock.close()
@@ -437,7 +460,10 @@ def test_client_that_stops_reading(captures: dict[str, tuple[Path, int]]) -> Non
     assert zero.origin.frame is not None
     tshark_zero = subprocess.run(
         [str(TSHARK), "-r", str(path), "-n", "-Y", "tcp.analysis.zero_window", "-T", "fields", "-e", "frame.number"],
-        capture_output=True, text=True, check=False).stdout.split()
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.split()
     assert str(zero.origin.frame) == tshark_zero[0]
 
 
@@ -529,8 +555,9 @@ def test_not_a_capture_is_an_input_error(tmp_path: Path) -> None:
         read(bogus)
 
 
-@pytest.mark.parametrize("magic", [b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1",
-                                   b"\xa1\xb2\x3c\x4d", b"\x0a\x0d\x0d\x0a"])
+@pytest.mark.parametrize(
+    "magic", [b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d", b"\x0a\x0d\x0d\x0a"]
+)
 def test_sniff_magic_numbers(magic: bytes) -> None:
     assert READER.sniff(magic + b"\x00" * 20)
 
@@ -562,9 +589,26 @@ def test_flow_reorders_and_skips_duplicates() -> None:
 
 def test_keylog_decrypts_tls(tmp_path: Path) -> None:
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
-                           "-out", str(cert), "-days", "1", "-subj", "/CN=localhost"], capture_output=True,
-                          check=False)
+    made = subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+        ],
+        capture_output=True,
+        check=False,
+    )
     if made.returncode != 0:
         pytest.skip("openssl cannot make a test certificate")
     keylog = tmp_path / "keys.log"
@@ -628,8 +672,13 @@ def test_sample_bad_server_writes_after_disconnect() -> None:
     rows = summary(events)
     progress = ("s2c", "notification", None, "notifications/progress", "tcp0/0")
     assert [r[:5] for r in messages(events)] == [
-        ("c2s", "request", 1, "tools/call", "tcp0/0"), progress, progress, progress, progress,
-        ("s2c", "result", 1, None, "tcp0/0"), progress,
+        ("c2s", "request", 1, "tools/call", "tcp0/0"),
+        progress,
+        progress,
+        progress,
+        progress,
+        ("s2c", "result", 1, None, "tcp0/0"),
+        progress,
     ]
     closed = rows.index(next(r for r in rows if r[0] == "closed-by-client"))
     result = rows.index(next(r for r in rows if r[:2] == ("s2c", "result")))
@@ -643,7 +692,8 @@ def test_sample_cancel_close_stream_with_and_without_tls() -> None:
     tls = read(sample("sdk-http-tls.pcapng"), keylog=keys)
     for events in (plain, tls):
         assert [r[:5] for r in messages(events)] == [
-            ("c2s", "request", 1, "tools/list", "tcp0/0"), ("s2c", "result", 1, None, "tcp0/0"),
+            ("c2s", "request", 1, "tools/list", "tcp0/0"),
+            ("s2c", "result", 1, None, "tcp0/0"),
             ("c2s", "request", 2, "tools/call", "tcp0/1"),
             *[("s2c", "notification", None, "notifications/progress", "tcp0/1")] * 3,
         ]
@@ -675,8 +725,7 @@ def test_sample_negative_inputs() -> None:
 
 def test_missing_tshark_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import pyshark.tshark.tshark as pyshark_tshark
-
-    from analyzer.errors import ToolMissingError
+    from cancelwire.errors import ToolMissingError
 
     def not_found(*args: Any, **kwargs: Any) -> str:
         raise pyshark_tshark.TSharkNotFoundException("no tshark")
@@ -728,7 +777,7 @@ def test_ipv6_line_and_pyshark_single_frame_lookup() -> None:
     clean = SAMPLES / "sdk-http-clean.pcapng"
     if not clean.exists():
         pytest.skip("sample captures not generated")
-    from analyzer.readers.pcap import frame_details
+    from cancelwire.readers.pcap import frame_details
 
     packet = frame_details(clean, 12)
     assert int(packet.number) == 12 and int(packet.tcp.flags, 16) & 0x01  # the client's FIN

@@ -30,7 +30,7 @@ def test_readme_starts_with_the_two_setup_commands() -> None:
 def test_readme_example_output_is_current(command: str, shown: str) -> None:
     args = shlex.split(command)
     proc = subprocess.run(
-        [sys.executable, "-m", "analyzer", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "cancelwire", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert proc.stdout == shown
 

@@ -1,4 +1,4 @@
-"""`analyzer.recorder.record`: real child processes, real pipes, exact transcript records.
+"""`cancelwire.recorder.record`: real child processes, real pipes, exact transcript records.
 
 No mocks: each test runs `record()` (in-process with pipes standing in for the host, or in a
 child Python process where signals are involved) around a small real program, and the last test
@@ -20,19 +20,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from analyzer.errors import CancelwireError, InputError
-from analyzer.model import MessageEvent, SessionStart, TransportEvent
-from analyzer.readers import InputSource, ReadOptions
-from analyzer.readers.transcript import READER
-from analyzer.recorder import record
+from cancelwire.errors import CancelwireError, InputError
+from cancelwire.model import MessageEvent, SessionStart, TransportEvent
+from cancelwire.readers import InputSource, ReadOptions
+from cancelwire.readers.transcript import READER
+from cancelwire.recorder import record
 
 REPO = Path(__file__).resolve().parent.parent
 SDK_SERVER = REPO / "scripts" / "peers" / "sdk_server.py"
 PY = sys.executable
 # The recorder as a host would launch it, without depending on the CLI module.
 RECORD_MAIN = (
-    "import sys; from pathlib import Path; from analyzer.recorder import record; "
+    "import sys; from pathlib import Path; from cancelwire.recorder import record; "
     "raise SystemExit(record(sys.argv[2:], Path(sys.argv[1])))"
 )
 

@@ -9,9 +9,8 @@ from typing import Any
 
 import jsonschema
 import pytest
-
-from analyzer.audit import audit
-from analyzer.report import build, render
+from cancelwire.audit import audit
+from cancelwire.report import build, render
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).parent / "golden"
@@ -19,7 +18,8 @@ SCHEMA = json.loads((ROOT / "analyzer" / "report.schema.json").read_text())
 SAMPLES = sorted(
     p.relative_to(ROOT)
     for p in (ROOT / "sample_captures").rglob("*")
-    if p.is_file() and p.suffix in (".jsonl", ".pcapng", ".pcap", ".log", ".gz")
+    if p.is_file()
+    and p.suffix in (".jsonl", ".pcapng", ".pcap", ".log", ".gz")
     and not p.name.endswith((".server.jsonl", ".client.jsonl"))
 )
 

@@ -21,12 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from analyzer.audit import AuditOptions, audit
-from analyzer.catalog import load_catalog
-from analyzer.model import Vantage
-from analyzer.readers import ReadOptions
-from analyzer.reconstruct import ReconstructOptions
+from cancelwire.audit import AuditOptions, audit
+from cancelwire.catalog import load_catalog
+from cancelwire.model import Vantage
+from cancelwire.readers import ReadOptions
+from cancelwire.reconstruct import ReconstructOptions
 
 HERE = Path(__file__).parent / "rules"
 RULES = {r.slug: r for r in load_catalog() if r.status != "removed"}

@@ -1,4 +1,4 @@
-from analyzer.spool import SortedSpool, Spool
+from cancelwire.spool import SortedSpool, Spool
 
 
 def test_spool_keeps_order_across_memory_and_disk_and_iterates_twice() -> None:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from analyzer.readers.sse import PartialEvent, SseEvent, SseParser
+from cancelwire.readers.sse import PartialEvent, SseEvent, SseParser
 
 
 def feed_all(data: bytes, step: int | None = None, max_event_bytes: int = 1 << 20) -> list[SseEvent]:
@@ -13,28 +12,43 @@ def feed_all(data: bytes, step: int | None = None, max_event_bytes: int = 1 << 2
         return parser.feed(data)
     out: list[SseEvent] = []
     for i in range(0, len(data), step):
-        out.extend(parser.feed(data[i:i + step]))
+        out.extend(parser.feed(data[i : i + step]))
     return out
 
 
 STREAM = (
     b": keep-alive comment\n\n"
     b"id: 0\nretry: 3000\ndata:\n\n"
-    b"event: message\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\n"
-    b"data:  \"id\":1}\n\n"
+    b'event: message\nid: 1\ndata: {"jsonrpc":"2.0",\n'
+    b'data:  "id":1}\n\n'
 )
 
 
 def test_blocks_fields_and_offsets() -> None:
     events = feed_all(STREAM)
     assert events == [
-        SseEvent(start=0, end=22, event="message", data=None, id=None, last_event_id="", retry=None,
-                 comments=("keep-alive comment",)),
+        SseEvent(
+            start=0,
+            end=22,
+            event="message",
+            data=None,
+            id=None,
+            last_event_id="",
+            retry=None,
+            comments=("keep-alive comment",),
+        ),
         SseEvent(start=22, end=47, event="message", data="", id="0", last_event_id="0", retry=3000),
-        SseEvent(start=47, end=len(STREAM), event="message", data='{"jsonrpc":"2.0",\n "id":1}', id="1",
-                 last_event_id="1", retry=None),
+        SseEvent(
+            start=47,
+            end=len(STREAM),
+            event="message",
+            data='{"jsonrpc":"2.0",\n "id":1}',
+            id="1",
+            last_event_id="1",
+            retry=None,
+        ),
     ]
-    assert STREAM[events[1].start:events[1].end] == b"id: 0\nretry: 3000\ndata:\n\n"
+    assert STREAM[events[1].start : events[1].end] == b"id: 0\nretry: 3000\ndata:\n\n"
 
 
 @pytest.mark.parametrize("step", [1, 2, 3, 7, 64])

@@ -11,8 +11,20 @@ BIN = Path(sys.executable).parent
 
 
 def test_ruff_is_clean() -> None:
-    proc = subprocess.run([BIN / "ruff", "check", "analyzer", "tests", "scripts"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [BIN / "ruff", "check", "analyzer", "tests", "scripts"], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_ruff_format_is_applied() -> None:
+    proc = subprocess.run(
+        [BIN / "ruff", "format", "--check", "analyzer", "tests", "scripts"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -34,8 +46,13 @@ def test_model_records_are_immutable_to_the_type_checker(tmp_path: Path) -> None
         "origin.line = 3\n"
         "entry.seq = 4\n"
     )
-    proc = subprocess.run([BIN / "mypy", "--strict", "--no-incremental", str(snippet)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [BIN / "mypy", "--strict", "--no-incremental", str(snippet)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
     assert [line.split(":")[1] for line in errors] == ["6", "7"], proc.stdout
     assert all("read-only" in line for line in errors), proc.stdout

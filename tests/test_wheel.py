@@ -1,4 +1,5 @@
-"""The built wheel carries rules/ and templates/ and audits from a clean virtual environment."""
+"""The built wheel installs one package, `cancelwire`, carries rules/ and templates/, and audits from a clean
+virtual environment."""
 
 from __future__ import annotations
 
@@ -14,25 +15,35 @@ def test_wheel_installs_and_audits_outside_the_checkout(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(ROOT)],
-        check=True, timeout=300,
+        check=True,
+        timeout=300,
     )
     wheel = next(dist.glob("cancelwire-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    assert "analyzer/_data/rules/CW101-response-after-cancel.toml" in names
-    assert "analyzer/_data/templates/report.html.j2" in names
-    assert "analyzer/report.schema.json" in names
+    assert "cancelwire/_data/rules/CW101-response-after-cancel.toml" in names
+    assert "cancelwire/_data/templates/report.html.j2" in names
+    assert "cancelwire/report.schema.json" in names
+    assert "cancelwire/py.typed" in names
+    top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
+    assert top_level == {"cancelwire"}  # no other import name is installed (such as the source folder's)
     target = tmp_path / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
-        check=True, timeout=300,
+        check=True,
+        timeout=300,
     )
     sample = ROOT / "sample_captures" / "stdio" / "handwritten-client-cancels-unknown-id.jsonl"
     script = (
-        "import analyzer, sys; from analyzer.cli import main; print(analyzer.__file__); sys.exit(main(sys.argv[1:]))"
+        "import cancelwire, sys; from cancelwire.cli import main;"
+        " print(cancelwire.__file__); sys.exit(main(sys.argv[1:]))"
     )
     proc = subprocess.run(
         [sys.executable, "-c", script, "audit", str(sample), "--format", "html", "-o", str(tmp_path / "r.html")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(target), "PATH": "/usr/bin"},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(target), "PATH": "/usr/bin"},
     )
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.startswith(str(target))  # the installed copy ran, not the checkout

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from analyzer.errors import InputError, UnknownFormatError
-from analyzer.model import Event, Vantage
+from ..errors import InputError, UnknownFormatError
+from ..model import Event, Vantage
 
 HEAD_BYTES = 64 * 1024
 GZIP_MAGIC = b"\x1f\x8b"
@@ -133,7 +133,7 @@ class Reader(Protocol):
 
 def all_readers() -> tuple[Reader, ...]:
     """Every reader, in sniffing order (most specific first)."""
-    from analyzer.readers import claude_desktop, gosdk, ndjson, pcap, transcript, vscode
+    from . import claude_desktop, gosdk, ndjson, pcap, transcript, vscode
 
     return (transcript.READER, pcap.READER, claude_desktop.READER, vscode.READER, gosdk.READER, ndjson.READER)
 

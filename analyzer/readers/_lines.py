@@ -14,8 +14,8 @@ from typing import BinaryIO, TypeVar
 from orjson import JSONDecodeError
 from orjson import loads as _loads
 
-from analyzer.jsonrpc import EXCERPT_CHARS, _classify_one, decode_text, excerpt
-from analyzer.model import (
+from ..jsonrpc import EXCERPT_CHARS, _classify_one, decode_text, excerpt
+from ..model import (
     Anomaly,
     Direction,
     Event,
@@ -104,8 +104,6 @@ def iter_lines(stream: BinaryIO, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -
         for item in items:
             yield item if isinstance(item, RawLine) else RawLine(number, item)
             number += 1
-
-
 
 
 class EventFactory:

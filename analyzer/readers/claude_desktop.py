@@ -23,18 +23,16 @@ import re
 from collections.abc import Iterator
 from datetime import datetime
 
-from analyzer.model import Direction, Event, Transport, Vantage
-from analyzer.readers import InputSource, ReadOptions
-from analyzer.readers._lines import EventFactory, LogSessions, RawLine, is_initialize_request, iter_lines
+from ..model import Direction, Event, Transport, Vantage
+from . import InputSource, ReadOptions
+from ._lines import EventFactory, LogSessions, RawLine, is_initialize_request, iter_lines
 
 _PREFIX = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z) \[([^\]\n]*)\] \[([^\]\n]*)\] ?(.*)", re.S)
 _SNIFF = re.compile(rb"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z \[[^\]\n]*\] \[[^\]\n]*\]", re.M)
 _MESSAGE = re.compile(r"Message from (client|server): ?(.*)", re.S)
 _MARKERS = ("Message from client:", "Message from server:")
 METADATA = "{ metadata: undefined }"
-LEVELS = frozenset(
-    {"info", "warn", "warning", "error", "debug", "trace", "verbose", "log", "fatal", "notice"}
-)
+LEVELS = frozenset({"info", "warn", "warning", "error", "debug", "trace", "verbose", "log", "fatal", "notice"})
 DIRECTIONS = {"client": Direction.C2S, "server": Direction.S2C}
 _JSON = json.JSONDecoder()
 
@@ -47,9 +45,7 @@ class ClaudeDesktopReader:
 
     def read(self, source: InputSource, options: ReadOptions) -> Iterator[Event]:
         factory = EventFactory(source.name)
-        sessions = LogSessions(
-            factory, source.name, self.name, Transport.STDIO, options.vantage or Vantage.CLIENT
-        )
+        sessions = LogSessions(factory, source.name, self.name, Transport.STDIO, options.vantage or Vantage.CLIENT)
         with source.open_binary() as stream:
             for raw in iter_lines(stream):
                 problems = list(factory.line_problems(raw, None))
@@ -68,7 +64,10 @@ class ClaudeDesktopReader:
                         yield from _utf8_problem(factory, raw, None, None)
                     if any(marker in text for marker in _MARKERS):
                         yield factory.anomaly(
-                            raw.number, None, None, "input.unrecognized-line",
+                            raw.number,
+                            None,
+                            None,
+                            "input.unrecognized-line",
                             f"a message line without a readable timestamp/server prefix: {text[:80]!r}",
                         )
                     continue  # server stderr or a continuation line: not protocol
@@ -86,8 +85,12 @@ class ClaudeDesktopReader:
                 payload = _strip_metadata(payload)
                 yield from sessions.begin(server, raw.number, ts, initialize=is_initialize_request(payload))
                 yield from factory.messages(
-                    payload, line=raw.number, ts=ts, session_key=sessions.key(server),
-                    direction=DIRECTIONS[side], unterminated=raw.unterminated,
+                    payload,
+                    line=raw.number,
+                    ts=ts,
+                    session_key=sessions.key(server),
+                    direction=DIRECTIONS[side],
+                    unterminated=raw.unterminated,
                 )
 
 

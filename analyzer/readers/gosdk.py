@@ -19,10 +19,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from analyzer.jsonrpc import decode_text
-from analyzer.model import Event, Message, Side, Transport, Vantage
-from analyzer.readers import InputSource, ReadOptions
-from analyzer.readers._lines import (
+from ..jsonrpc import decode_text
+from ..model import Event, Message, Side, Transport, Vantage
+from . import InputSource, ReadOptions
+from ._lines import (
     EventFactory,
     LogSessions,
     RawLine,
@@ -56,7 +56,10 @@ class GoSdkReader:
             assumed = side is None
             side = side or Side.CLIENT
             sessions = LogSessions(
-                factory, source.name, self.name, Transport.STDIO,
+                factory,
+                source.name,
+                self.name,
+                Transport.STDIO,
                 options.vantage or (Vantage.CLIENT if side is Side.CLIENT else Vantage.SERVER),
                 timestamps=False,
             )
@@ -70,7 +73,10 @@ class GoSdkReader:
                 if match is None:
                     if text.startswith(_MARSHAL_FAILED):
                         yield factory.anomaly(
-                            raw.number, None, sessions.key(None), "input.unrecognized-line",
+                            raw.number,
+                            None,
+                            sessions.key(None),
+                            "input.unrecognized-line",
                             "LoggingTransport could not marshal a message; the line holds no message",
                         )
                     continue
@@ -79,13 +85,20 @@ class GoSdkReader:
                 if assumed:
                     assumed = False
                     yield factory.anomaly(
-                        raw.number, None, sessions.key(None), "input.side-assumed",
+                        raw.number,
+                        None,
+                        sessions.key(None),
+                        "input.side-assumed",
                         "no message in the first lines shows which side wrote this log; "
                         "assumed the client (override with --vantage server)",
                     )
                 yield from factory.messages(
-                    payload, line=raw.number, ts=None, session_key=sessions.key(None),
-                    direction=directions[verb], unterminated=raw.unterminated,
+                    payload,
+                    line=raw.number,
+                    ts=None,
+                    session_key=sessions.key(None),
+                    direction=directions[verb],
+                    unterminated=raw.unterminated,
                 )
 
 

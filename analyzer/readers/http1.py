@@ -194,10 +194,15 @@ class Http1Connection:
                 self._req_exchange = exchange
                 self._req_body.clear()
                 self._req_size = 0
-                out.append(RequestHead(
-                    exchange, _text(event.method), _text(event.target), _headers(event.headers),
-                    _text(event.http_version),
-                ))
+                out.append(
+                    RequestHead(
+                        exchange,
+                        _text(event.method),
+                        _text(event.target),
+                        _headers(event.headers),
+                        _text(event.http_version),
+                    )
+                )
                 self._waiting.append(_Pending(exchange, event))
                 if event.method.upper() == b"CONNECT":
                     self.upgraded = True
@@ -210,9 +215,7 @@ class Http1Connection:
                     self._req_body += event.data[:room]
             elif isinstance(event, h11.EndOfMessage):
                 exchange = self._req_exchange if self._req_exchange is not None else self.exchanges - 1
-                out.append(RequestEnd(
-                    exchange, bytes(self._req_body), self._req_size > MAX_BODY_BYTES, self._req_size
-                ))
+                out.append(RequestEnd(exchange, bytes(self._req_body), self._req_size > MAX_BODY_BYTES, self._req_size))
                 self._req_body.clear()
                 self._req_exchange = None
                 rest, closed = self._req.trailing_data
@@ -235,8 +238,7 @@ class Http1Connection:
             conn.send(pending.request)
         except h11.LocalProtocolError as exc:  # a request h11 parsed but will not send (rare)
             self.server_broken = True
-            out.append(ParseError(False, f"cannot follow the response to this request: {exc}",
-                                  pending.exchange))
+            out.append(ParseError(False, f"cannot follow the response to this request: {exc}", pending.exchange))
             return
         self._resp = conn
         if self._unmatched:  # never receive_data(b""): that means EOF
@@ -266,9 +268,9 @@ class Http1Connection:
                     return
                 continue
             if isinstance(event, h11.Response):
-                out.append(ResponseHead(
-                    exchange, event.status_code, event.reason.decode("latin-1"), _headers(event.headers)
-                ))
+                out.append(
+                    ResponseHead(exchange, event.status_code, event.reason.decode("latin-1"), _headers(event.headers))
+                )
             elif isinstance(event, h11.Data):
                 out.append(ResponseData(exchange, bytes(event.data)))
             elif isinstance(event, h11.EndOfMessage):

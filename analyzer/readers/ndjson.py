@@ -34,10 +34,10 @@ from typing import Any
 
 import orjson
 
-from analyzer.jsonrpc import classify, decode_text, excerpt
-from analyzer.model import Direction, Event, Message, MessageKind, RequestId, Side, Transport, Vantage
-from analyzer.readers import InputSource, ReadOptions
-from analyzer.readers._lines import (
+from ..jsonrpc import classify, decode_text, excerpt
+from ..model import Direction, Event, Message, MessageKind, RequestId, Side, Transport, Vantage
+from . import InputSource, ReadOptions
+from ._lines import (
     EventFactory,
     LogSessions,
     RawLine,
@@ -50,8 +50,10 @@ from analyzer.readers._lines import (
 
 MAX_PENDING = 10_000
 DIRS = {
-    "client->server": Direction.C2S, "c2s": Direction.C2S,
-    "server->client": Direction.S2C, "s2c": Direction.S2C,
+    "client->server": Direction.C2S,
+    "c2s": Direction.C2S,
+    "server->client": Direction.S2C,
+    "s2c": Direction.S2C,
 }
 WRITTEN = {"send": True, "sent": True, "outgoing": True, "recv": False, "received": False, "incoming": False}
 _OPPOSITE = {Direction.C2S: Direction.S2C, Direction.S2C: Direction.C2S, Direction.NONE: Direction.NONE}
@@ -84,9 +86,7 @@ class NdjsonReader:
             vantage = options.vantage or (
                 (Vantage.CLIENT if side is Side.CLIENT else Vantage.SERVER) if one_sided else Vantage.UNKNOWN
             )
-            sessions = LogSessions(
-                factory, source.name, self.name, Transport.STDIO, vantage, timestamps=has_ts
-            )
+            sessions = LogSessions(factory, source.name, self.name, Transport.STDIO, vantage, timestamps=has_ts)
             inference = _Directions()
             for raw in lines:
                 key = sessions.key(None)
@@ -105,12 +105,15 @@ class NdjsonReader:
                     decoded = decode_text(record.text)
                 if decoded is None:  # not JSON: the factory names it
                     yield from factory.messages(
-                        record.text, line=raw.number, ts=record.ts, session_key=key,
-                        direction=Direction.NONE, unterminated=raw.unterminated,
+                        record.text,
+                        line=raw.number,
+                        ts=record.ts,
+                        session_key=key,
+                        direction=Direction.NONE,
+                        unterminated=raw.unterminated,
                     )
                     continue
-                initialize = any(m.kind is MessageKind.REQUEST and m.method == "initialize"
-                                 for m in decoded.messages)
+                initialize = any(m.kind is MessageKind.REQUEST and m.method == "initialize" for m in decoded.messages)
                 started = list(sessions.begin(None, raw.number, record.ts, initialize=initialize))
                 if started:  # a new session: a new pair of id spaces
                     inference = _Directions()
@@ -119,7 +122,10 @@ class NdjsonReader:
                 if assumed and record.written is not None:
                     assumed = False
                     yield factory.anomaly(
-                        raw.number, record.ts, key, "input.side-assumed",
+                        raw.number,
+                        record.ts,
+                        key,
+                        "input.side-assumed",
                         'no record in the first lines shows which side wrote the "send" records; '
                         "assumed the client (override with --vantage server)",
                     )
@@ -131,12 +137,20 @@ class NdjsonReader:
                     first = decoded.messages[0]
                     what = f"({first.method})" if first.method else f"(id {first.id!r})"
                     yield factory.anomaly(
-                        raw.number, record.ts, key, "input.direction-unknown",
-                        f"cannot tell who sent this {first.kind.value} {what}", request_id=first.id,
+                        raw.number,
+                        record.ts,
+                        key,
+                        "input.direction-unknown",
+                        f"cannot tell who sent this {first.kind.value} {what}",
+                        request_id=first.id,
                     )
                 yield from factory.messages(
-                    record.text, line=raw.number, ts=record.ts, session_key=key,
-                    direction=direction, unterminated=raw.unterminated,
+                    record.text,
+                    line=raw.number,
+                    ts=record.ts,
+                    session_key=key,
+                    direction=direction,
+                    unterminated=raw.unterminated,
                 )
 
 
@@ -163,9 +177,7 @@ def _look_ahead(head: list[RawLine], vantage: Vantage | None) -> tuple[bool, boo
 class _Record:
     __slots__ = ("direction", "text", "ts", "written")
 
-    def __init__(
-        self, text: str | bytes, ts: float | None, direction: Direction | None, written: bool | None
-    ) -> None:
+    def __init__(self, text: str | bytes, ts: float | None, direction: Direction | None, written: bool | None) -> None:
         self.text = text
         self.ts = ts
         self.direction = direction
@@ -268,5 +280,6 @@ def _loads(data: bytes | str) -> Any:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         return _NOT_JSON
+
 
 READER = NdjsonReader()

@@ -43,9 +43,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from analyzer.errors import InputError, ToolMissingError
-from analyzer.jsonrpc import decode_text
-from analyzer.model import (
+from ..errors import InputError, ToolMissingError
+from ..jsonrpc import decode_text
+from ..model import (
     Anomaly,
     Direction,
     Event,
@@ -60,8 +60,8 @@ from analyzer.model import (
     TransportKind,
     Vantage,
 )
-from analyzer.readers import InputSource, ReadOptions
-from analyzer.readers.http1 import (
+from . import InputSource, ReadOptions
+from .http1 import (
     MAX_BODY_BYTES,
     Flow,
     Http1Connection,
@@ -74,14 +74,22 @@ from analyzer.readers.http1 import (
     ResponseHead,
     header,
 )
-from analyzer.readers.sse import SseEvent, SseParser
-from analyzer.readers.tshark_fields import INSTALL_HINT, Frame, parse_line, tshark_command, tshark_version
+from .sse import SseEvent, SseParser
+from .tshark_fields import INSTALL_HINT, Frame, parse_line, tshark_command, tshark_version
 
 ANOMALIES = (
-    "capture.truncated", "capture.encrypted", "capture.no-mcp", "capture.tcp-gap", "capture.tshark-error",
-    "http.parse-error", "http.error-status", "http.non-json-body", "http.body-too-large",
-    "sse.partial-event", "sse.event-too-large",
-    # and the JSON-RPC names from `analyzer.jsonrpc`: jsonrpc.batch, jsonrpc.invalid-message, ...
+    "capture.truncated",
+    "capture.encrypted",
+    "capture.no-mcp",
+    "capture.tcp-gap",
+    "capture.tshark-error",
+    "http.parse-error",
+    "http.error-status",
+    "http.non-json-body",
+    "http.body-too-large",
+    "sse.partial-event",
+    "sse.event-too-large",
+    # and the JSON-RPC names from `cancelwire.jsonrpc`: jsonrpc.batch, jsonrpc.invalid-message, ...
 )
 SYN, RST, FIN, ACK = 0x02, 0x04, 0x01, 0x10
 MAX_HELD_EVENTS = 512
@@ -106,8 +114,9 @@ def find_tshark() -> str:
         path: str = get_process_path()
         return path
     except Exception as exc:  # pyshark raises its own TSharkNotFoundException (and is untyped)
-        raise ToolMissingError("tshark", "tshark (Wireshark's command-line tool) is not installed",
-                               INSTALL_HINT) from exc
+        raise ToolMissingError(
+            "tshark", "tshark (Wireshark's command-line tool) is not installed", INSTALL_HINT
+        ) from exc
 
 
 # ---------------------------------------------------------------------------------------------- state
@@ -179,8 +188,11 @@ class PcapReader:
         tshark = find_tshark()
         tshark_version(tshark)
         if options.keylog is not None and not options.keylog.is_file():
-            raise InputError(source.name, f"keylog file {options.keylog} cannot be read",
-                             "pass the SSLKEYLOGFILE written while capturing")
+            raise InputError(
+                source.name,
+                f"keylog file {options.keylog} cannot be read",
+                "pass the SSLKEYLOGFILE written while capturing",
+            )
         with source.local_file() as path:
             yield from _Run(source, options, tshark, path).events()
 
@@ -243,14 +255,20 @@ class _Run:
         messages = [ln.strip() for ln in text.splitlines() if ln.strip() and not _NOISE.match(ln.strip())]
         shown = "; ".join(m.replace(str(self.path), self.source.name) for m in messages)
         if rc != 0 and self.frames == 0:
-            raise InputError(self.source.name, f"tshark cannot read it: {shown or f'exit status {rc}'}",
-                             "is it a pcap/pcapng capture?")
+            raise InputError(
+                self.source.name,
+                f"tshark cannot read it: {shown or f'exit status {rc}'}",
+                "is it a pcap/pcapng capture?",
+            )
         for message in messages:
             shown_one = message.replace(str(self.path), self.source.name)
             if "cut short in the middle of a packet" in message:
-                self._anomaly(None, "capture.truncated",
-                              f"the capture ends in the middle of a packet after frame {self.frame}; "
-                              f"everything before it was read ({shown_one})")
+                self._anomaly(
+                    None,
+                    "capture.truncated",
+                    f"the capture ends in the middle of a packet after frame {self.frame}; "
+                    f"everything before it was read ({shown_one})",
+                )
             else:
                 self._anomaly(None, "capture.tshark-error", shown_one)
         self._finish()
@@ -265,23 +283,43 @@ class _Run:
         frame = frame if frame is not None else self.frame
         return Origin(self.source.name, frame=frame or None)
 
-    def _anomaly(self, key: str | None, name: str, detail: str, frame: int | None = None,
-                 request_id: RequestId | None = None, method: str | None = None) -> None:
+    def _anomaly(
+        self,
+        key: str | None,
+        name: str,
+        detail: str,
+        frame: int | None = None,
+        request_id: RequestId | None = None,
+        method: str | None = None,
+    ) -> None:
         if key is not None:
-            self._emit(key, frame or self.frame, self.ts, lambda seq, k: Anomaly(
-                seq, self.ts, self._origin(frame), k, name, detail, request_id, method))
+            self._emit(
+                key,
+                frame or self.frame,
+                self.ts,
+                lambda seq, k: Anomaly(seq, self.ts, self._origin(frame), k, name, detail, request_id, method),
+            )
         else:
-            self.out.append(Anomaly(self._next_seq(), self.ts, self._origin(frame), None, name, detail,
-                                    request_id, method))
+            self.out.append(
+                Anomaly(self._next_seq(), self.ts, self._origin(frame), None, name, detail, request_id, method)
+            )
 
     def _emit(self, key: str, frame: int, ts: float | None, build: Build) -> None:
         if key not in self.started:
             self.started.add(key)
             transport = Transport.HTTP_SSE if key in self.legacy_keys else Transport.STREAMABLE_HTTP
-            self.out.append(SessionStart(
-                self._next_seq(), ts, self._origin(frame), key, transport,
-                self.options.vantage or Vantage.WIRE, "pcap", label=self.labels.get(key),
-            ))
+            self.out.append(
+                SessionStart(
+                    self._next_seq(),
+                    ts,
+                    self._origin(frame),
+                    key,
+                    transport,
+                    self.options.vantage or Vantage.WIRE,
+                    "pcap",
+                    label=self.labels.get(key),
+                )
+            )
         self.out.append(build(self._next_seq(), key))
 
     def _ex(self, ex: Exchange, build: Build, frame: int | None = None) -> None:
@@ -386,15 +424,21 @@ class _Run:
         ex = conn.current()
         if ex is not None and not conn.zero_window:
             conn.zero_window = True
-            self._transport(ex, TransportKind.RECEIVE_WINDOW_ZERO,
-                            "the client advertised a zero TCP receive window (it stopped reading)")
+            self._transport(
+                ex,
+                TransportKind.RECEIVE_WINDOW_ZERO,
+                "the client advertised a zero TCP receive window (it stopped reading)",
+            )
 
     def _gap(self, conn: Conn, from_client: bool, lost: int) -> None:
         ex = conn.current()
         side = "client→server" if from_client else "server→client"
-        self._anomaly(ex.key if ex else None, "capture.tcp-gap",
-                      f"tcp stream {conn.stream}: {lost} {side} bytes missing from the capture; "
-                      f"HTTP in that direction is not read further")
+        self._anomaly(
+            ex.key if ex else None,
+            "capture.tcp-gap",
+            f"tcp stream {conn.stream}: {lost} {side} bytes missing from the capture; "
+            f"HTTP in that direction is not read further",
+        )
         if from_client:
             conn.http.client_broken = conn.gap_up = True
         else:
@@ -464,8 +508,12 @@ class _Run:
             ex = conn.current()
             if ex is not None and ex.client_closed:
                 only_end = data.strip() == b"0"  # just the chunked terminator: no event
-                self._server_bytes(ex, len(data), "after the client closed the exchange"
-                                   + (" (only the end of the chunked body)" if only_end else ""))
+                self._server_bytes(
+                    ex,
+                    len(data),
+                    "after the client closed the exchange"
+                    + (" (only the end of the chunked body)" if only_end else ""),
+                )
             self._http(conn, conn.http.feed_server(data))
 
     def _server_bytes(self, ex: Exchange, size: int, why: str) -> None:
@@ -479,8 +527,11 @@ class _Run:
             if isinstance(event, ParseError):
                 ex = conn.exchanges.get(event.exchange) if event.exchange is not None else None
                 who = "request" if event.from_client else "response"
-                self._anomaly(ex.key if ex else None, "http.parse-error",
-                              f"tcp stream {conn.stream}: {who} is not valid HTTP/1.1: {event.detail}")
+                self._anomaly(
+                    ex.key if ex else None,
+                    "http.parse-error",
+                    f"tcp stream {conn.stream}: {who} is not valid HTTP/1.1: {event.detail}",
+                )
                 continue
             ex = conn.exchanges.get(event.exchange)
             if isinstance(event, RequestHead):
@@ -498,8 +549,11 @@ class _Run:
 
     def _request_head(self, conn: Conn, event: RequestHead) -> Exchange:
         ex = Exchange(
-            f"tcp{conn.stream}/{event.exchange}", event.method, event.target,
-            header(event.headers, "mcp-session-id"), header(event.headers, "mcp-protocol-version"),
+            f"tcp{conn.stream}/{event.exchange}",
+            event.method,
+            event.target,
+            header(event.headers, "mcp-session-id"),
+            header(event.headers, "mcp-protocol-version"),
         )
         conn.exchanges[event.exchange] = ex
         conn.last = ex
@@ -532,8 +586,14 @@ class _Run:
     def _request_end(self, conn: Conn, ex: Exchange, event: RequestEnd) -> None:
         if ex.method == "DELETE" and ex.session_id and ex.key is not None:
             frame, ts, name = self.frame, self.ts, self.source.name
-            self._emit(ex.key, frame, ts, lambda seq, k: TransportEvent(
-                seq, ts, Origin(name, frame=frame), k, TransportKind.CLOSED_BY_CLIENT, None, "DELETE session"))
+            self._emit(
+                ex.key,
+                frame,
+                ts,
+                lambda seq, k: TransportEvent(
+                    seq, ts, Origin(name, frame=frame), k, TransportKind.CLOSED_BY_CLIENT, None, "DELETE session"
+                ),
+            )
         if not event.body:
             if ex.key is None and ex.waits_for == "":
                 self._resolve(ex, None, conn)
@@ -543,9 +603,12 @@ class _Run:
             ex.request_unread = True
             if ex.key is None and ex.waits_for == "":
                 self._resolve(ex, None, conn)
-            self._anomaly(ex.key, "http.body-too-large",
-                          f"{ex.id}: request body of {event.body_size} bytes skipped (limit {MAX_BODY_BYTES}); "
-                          "replies on this exchange are not judged either")
+            self._anomaly(
+                ex.key,
+                "http.body-too-large",
+                f"{ex.id}: request body of {event.body_size} bytes skipped (limit {MAX_BODY_BYTES}); "
+                "replies on this exchange are not judged either",
+            )
             return
         decoded = decode_text(event.body)
         if decoded is not None and len(decoded.messages) == 1 and not decoded.batch:
@@ -564,21 +627,33 @@ class _Run:
         origin = Origin(name, frame=frame)
         if decoded is None:
             shown = body[:120].decode("utf-8", "replace")
-            self._ex(ex, lambda seq, k: Anomaly(seq, ts, origin, k, "http.non-json-body",
-                                                f"{ex.id}: {what} is not JSON: {shown!r}"))
+            self._ex(
+                ex,
+                lambda seq, k: Anomaly(
+                    seq, ts, origin, k, "http.non-json-body", f"{ex.id}: {what} is not JSON: {shown!r}"
+                ),
+            )
             return
         if decoded.batch:
             size = len(decoded.messages) + len(decoded.problems)
-            self._ex(ex, lambda seq, k: Anomaly(seq, ts, origin, k, "jsonrpc.batch",
-                                                f"{ex.id}: {what} is a JSON array of {size} messages (a batch)"))
+            self._ex(
+                ex,
+                lambda seq, k: Anomaly(
+                    seq, ts, origin, k, "jsonrpc.batch", f"{ex.id}: {what} is a JSON array of {size} messages (a batch)"
+                ),
+            )
         for problem in decoded.problems:
             self._ex(ex, _problem_build(ts, origin, problem.name, f"{ex.id}: {problem.detail}"))
         for message in decoded.messages:
             if ex.request_unread and message.method is None:
                 continue  # a reply to the request we could not read (named in its body-too-large anomaly)
             self.messages += 1
-            if direction is Direction.S2C and message.id is not None and message.id == ex.request_id \
-                    and message.method is None:
+            if (
+                direction is Direction.S2C
+                and message.id is not None
+                and message.id == ex.request_id
+                and message.method is None
+            ):
                 ex.answered = True
             self._ex(ex, _message_build(ts, origin, direction, message, ex.id, revision))
 
@@ -592,9 +667,13 @@ class _Run:
                 self.labels.setdefault(key, f"{conn.server[0]}:{conn.server[1]}")
             self._resolve(ex, key, conn)
         if event.status >= 400 and ex.method == "POST":
-            self._anomaly(ex.key, "http.error-status",
-                          f"{ex.id}: HTTP {event.status} {event.reason} to POST {ex.target}",
-                          request_id=ex.request_id, method=ex.request_method)
+            self._anomaly(
+                ex.key,
+                "http.error-status",
+                f"{ex.id}: HTTP {event.status} {event.reason} to POST {ex.target}",
+                request_id=ex.request_id,
+                method=ex.request_method,
+            )
         if media == "text/event-stream" and 200 <= event.status < 300:
             ex.sse = SseParser()
             self._transport(ex, TransportKind.STREAM_OPENED, f"{ex.method} {ex.target}")
@@ -622,20 +701,27 @@ class _Run:
                 self.labels.setdefault(key, f"{conn.server[0]}:{conn.server[1]}")
             self._resolve(ex, key if sid is not None else None, conn)
         if event.oversized:
-            self._anomaly(ex.key, "sse.event-too-large",
-                          f"{ex.id}: an SSE event of {event.end - event.start} bytes was skipped")
+            self._anomaly(
+                ex.key, "sse.event-too-large", f"{ex.id}: an SSE event of {event.end - event.start} bytes was skipped"
+            )
             return
         if event.event == "endpoint":
             return  # legacy HTTP+SSE setup: where to POST; no message
         if event.data is None or not event.data.strip():
-            parts = [f"id={event.id}" if event.id is not None else "",
-                     f"retry={event.retry}" if event.retry is not None else "",
-                     f"comment={event.comments[0]!r:.60}" if event.comments else ""]
+            parts = [
+                f"id={event.id}" if event.id is not None else "",
+                f"retry={event.retry}" if event.retry is not None else "",
+                f"comment={event.comments[0]!r:.60}" if event.comments else "",
+            ]
             what = "priming event" if event.data is not None and event.id is not None else "SSE block without data"
             self._transport(ex, TransportKind.SERVER_BYTES, " ".join([what, *filter(None, parts)]))
             return
-        self._json(ex, event.data.encode(), Direction.S2C,
-                   f"SSE event (id={event.id})" if event.id is not None else "SSE event")
+        self._json(
+            ex,
+            event.data.encode(),
+            Direction.S2C,
+            f"SSE event (id={event.id})" if event.id is not None else "SSE event",
+        )
 
     def _response_end(self, conn: Conn, ex: Exchange, event: ResponseEnd) -> None:
         conn.exchanges.pop(int(ex.id.rsplit("/", 1)[1]), None)
@@ -649,8 +735,11 @@ class _Run:
             self._transport(ex, TransportKind.CLOSED_BY_SERVER, f"response cut: {event.detail}")
         elif ex.body is not None:
             if ex.body_size > MAX_BODY_BYTES:
-                self._anomaly(ex.key, "http.body-too-large",
-                              f"{ex.id}: response body of {ex.body_size} bytes; only {MAX_BODY_BYTES} read")
+                self._anomaly(
+                    ex.key,
+                    "http.body-too-large",
+                    f"{ex.id}: response body of {ex.body_size} bytes; only {MAX_BODY_BYTES} read",
+                )
             elif ex.body:
                 self._json(ex, bytes(ex.body), Direction.S2C, "response body")
             ex.body = None
@@ -670,9 +759,14 @@ class _Run:
         shown = partial.raw[:200].decode("utf-8", "replace")
         if ex.key is None:
             self._resolve(ex, None)
-        self._anomaly(ex.key, "sse.partial-event",
-                      f"{ex.id}: the SSE stream stopped inside an event at byte {partial.start} "
-                      f"(a client discards it): {shown!r}", request_id=request_id, method=method)
+        self._anomaly(
+            ex.key,
+            "sse.partial-event",
+            f"{ex.id}: the SSE stream stopped inside an event at byte {partial.start} "
+            f"(a client discards it): {shown!r}",
+            request_id=request_id,
+            method=method,
+        )
 
     # -- end of the capture ------------------------------------------------------------------------
 
@@ -691,12 +785,14 @@ class _Run:
                 if ex.key is None:
                     self._resolve(ex, None, conn)
                 self._partial(ex)
-                self._transport(ex, TransportKind.RECORDING_ENDED,
-                                "the capture ended before the response finished")
+                self._transport(ex, TransportKind.RECORDING_ENDED, "the capture ended before the response finished")
         if self.encrypted:
             streams = ", ".join(map(str, sorted(self.encrypted)))
-            why = ("the keylog file did not decrypt them" if self.options.keylog
-                   else "no keylog file was given (--keylog SSLKEYLOGFILE)")
+            why = (
+                "the keylog file did not decrypt them"
+                if self.options.keylog
+                else "no keylog file was given (--keylog SSLKEYLOGFILE)"
+            )
             self._anomaly(None, "capture.encrypted", f"TLS on tcp streams {streams} was skipped: {why}")
         if self.messages == 0:
             if self.frames == 0:
@@ -704,8 +800,10 @@ class _Run:
             elif self.http_conns == 0 and self.encrypted:
                 detail = f"{self.frames} frames; the only candidates were TLS connections that were not decrypted"
             elif self.http_conns == 0:
-                detail = (f"{self.frames} frames but no HTTP/1.1 connection (sniffed by request line; "
-                          "force ports with --http-port)")
+                detail = (
+                    f"{self.frames} frames but no HTTP/1.1 connection (sniffed by request line; "
+                    "force ports with --http-port)"
+                )
             else:
                 detail = f"{self.http_conns} HTTP connections but no JSON-RPC message in them"
             self._anomaly(None, "capture.no-mcp", detail)
@@ -724,8 +822,9 @@ def _problem_build(ts: float | None, origin: Origin, name: str, detail: str) -> 
     return lambda seq, key: Anomaly(seq, ts, origin, key, name, detail)
 
 
-def _message_build(ts: float | None, origin: Origin, direction: Direction, message: Message, stream: str,
-                   revision: Revision | None) -> Build:
+def _message_build(
+    ts: float | None, origin: Origin, direction: Direction, message: Message, stream: str, revision: Revision | None
+) -> Build:
     return lambda seq, key: MessageEvent(seq, ts, origin, key, direction, message, stream, revision)
 
 

@@ -111,7 +111,7 @@ class SseParser:
             self._head = b""
             if data.startswith(BOM):
                 self.offset += len(BOM)
-                data = data[len(BOM):]
+                data = data[len(BOM) :]
             self._line_start = self.offset
         pos = 0
         n = len(data)
@@ -228,7 +228,7 @@ def _split_field(line: bytes) -> tuple[str, str]:
     if colon < 0:
         return line.decode("utf-8", "replace"), ""
     name = line[:colon].decode("utf-8", "replace")
-    value = line[colon + 1:]
+    value = line[colon + 1 :]
     if value.startswith(b" "):
         value = value[1:]
     return name, value.decode("utf-8", "replace")

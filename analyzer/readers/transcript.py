@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 import orjson
 
-from analyzer.errors import InputError
-from analyzer.model import (
+from ..errors import InputError
+from ..model import (
     Direction,
     Event,
     SessionStart,
@@ -24,8 +24,8 @@ from analyzer.model import (
     TransportKind,
     Vantage,
 )
-from analyzer.readers import InputSource, ReadOptions
-from analyzer.readers._lines import EventFactory, RawLine, iter_line_batches
+from . import InputSource, ReadOptions
+from ._lines import EventFactory, RawLine, iter_line_batches
 
 FORMAT_VERSION = 1
 E = TypeVar("E", Vantage, Transport)

@@ -12,13 +12,25 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from analyzer.errors import ToolMissingError
+from ..errors import ToolMissingError
 
 INSTALL_HINT = "install it: sudo apt-get install tshark (Debian/Ubuntu), or Wireshark's installer elsewhere"
 MIN_TSHARK = (3, 6)
 FIELDS = (
-    "frame.number", "frame.time_epoch", "tcp.stream", "ip.src", "ipv6.src", "ip.dst", "ipv6.dst",
-    "tcp.srcport", "tcp.dstport", "tcp.seq", "tcp.len", "tcp.flags", "tcp.window_size", "tcp.payload",
+    "frame.number",
+    "frame.time_epoch",
+    "tcp.stream",
+    "ip.src",
+    "ipv6.src",
+    "ip.dst",
+    "ipv6.dst",
+    "tcp.srcport",
+    "tcp.dstport",
+    "tcp.seq",
+    "tcp.len",
+    "tcp.flags",
+    "tcp.window_size",
+    "tcp.payload",
 )
 """Sequence numbers are absolute (no sequence analysis, which costs time): `Flow` works modulo 2**32.
 A zero window is `tcp.window_size == 0` (the scaled window) on a frame without SYN/FIN/RST."""
@@ -39,7 +51,8 @@ def tshark_version(tshark: str) -> tuple[int, ...]:
     version = tuple(int(part) for part in match.groups())
     if version[:2] < MIN_TSHARK:
         raise ToolMissingError(
-            "tshark", f"tshark {'.'.join(map(str, version))} is too old (need {MIN_TSHARK[0]}.{MIN_TSHARK[1]}+)",
+            "tshark",
+            f"tshark {'.'.join(map(str, version))} is too old (need {MIN_TSHARK[0]}.{MIN_TSHARK[1]}+)",
             INSTALL_HINT,
         )
     return version
@@ -47,12 +60,36 @@ def tshark_version(tshark: str) -> tuple[int, ...]:
 
 def tshark_command(tshark: str, capture: Path, keylog: Path | None) -> list[str]:
     """The one tshark pass: TCP fields per frame, tab-separated, every occurrence joined by commas."""
-    cmd = [tshark, "-r", str(capture), "-n", "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a",
-           "-E", "aggregator=,", "-E", "header=n", "-o", "tcp.analyze_sequence_numbers:FALSE"]
+    cmd = [
+        tshark,
+        "-r",
+        str(capture),
+        "-n",
+        "-T",
+        "fields",
+        "-E",
+        "separator=/t",
+        "-E",
+        "occurrence=a",
+        "-E",
+        "aggregator=,",
+        "-E",
+        "header=n",
+        "-o",
+        "tcp.analyze_sequence_numbers:FALSE",
+    ]
     fields = list(FIELDS)
     if keylog is not None:
-        cmd += ["-o", f"tls.keylog_file:{keylog}", "--disable-heuristic", "http_tls",
-                "--disable-heuristic", "http2_tls", "--disable-protocol", "http,http2"]
+        cmd += [
+            "-o",
+            f"tls.keylog_file:{keylog}",
+            "--disable-heuristic",
+            "http_tls",
+            "--disable-heuristic",
+            "http2_tls",
+            "--disable-protocol",
+            "http,http2",
+        ]
         fields.append(DECRYPTED_FIELD)
     else:
         # nothing above TCP is needed: tshark's own HTTP would only cost time (it also drops open

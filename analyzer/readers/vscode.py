@@ -25,9 +25,9 @@ import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
-from analyzer.model import Direction, Event, Transport, Vantage
-from analyzer.readers import InputSource, ReadOptions
-from analyzer.readers._lines import EventFactory, LogSessions, is_initialize_request, iter_lines
+from ..model import Direction, Event, Transport, Vantage
+from . import InputSource, ReadOptions
+from ._lines import EventFactory, LogSessions, is_initialize_request, iter_lines
 
 _PREFIX = re.compile(r"\s*(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) \[(\w+)\] ?(.*)", re.S)
 _SNIFF = re.compile(
@@ -47,9 +47,7 @@ class VSCodeReader:
 
     def read(self, source: InputSource, options: ReadOptions) -> Iterator[Event]:
         factory = EventFactory(source.name)
-        sessions = LogSessions(
-            factory, source.name, self.name, Transport.STDIO, options.vantage or Vantage.CLIENT
-        )
+        sessions = LogSessions(factory, source.name, self.name, Transport.STDIO, options.vantage or Vantage.CLIENT)
         with source.open_binary() as stream:
             for raw in iter_lines(stream):
                 text, problems = factory.text_of(raw, sessions.key(None))
@@ -61,7 +59,10 @@ class VSCodeReader:
                 if match is None:
                     if any(marker in text for marker in DIRECTIONS):
                         yield factory.anomaly(
-                            raw.number, None, sessions.key(None), "input.unrecognized-line",
+                            raw.number,
+                            None,
+                            sessions.key(None),
+                            "input.unrecognized-line",
                             f"a message line without a readable timestamp/level prefix: {text[:80]!r}",
                         )
                     continue
@@ -70,13 +71,17 @@ class VSCodeReader:
                 if marker not in DIRECTIONS:
                     if body.startswith(_STARTING) and not body.startswith(_STARTING + "from "):
                         sessions.restart(None)
-                        sessions.labels[None] = body[len(_STARTING):].strip()
+                        sessions.labels[None] = body[len(_STARTING) :].strip()
                     continue
                 payload = body[18:].strip()
                 yield from sessions.begin(None, raw.number, ts, initialize=is_initialize_request(payload))
                 yield from factory.messages(
-                    payload, line=raw.number, ts=ts, session_key=sessions.key(None),
-                    direction=DIRECTIONS[marker], unterminated=raw.unterminated,
+                    payload,
+                    line=raw.number,
+                    ts=ts,
+                    session_key=sessions.key(None),
+                    direction=DIRECTIONS[marker],
+                    unterminated=raw.unterminated,
                 )
 
 
