@@ -7,6 +7,7 @@ for finding in result.findings: ...
 
 __version__ = "0.1.0"
 
-from .audit import AuditOptions, AuditResult, audit
+from .audit import AuditOptions, audit
+from .results import AuditResult
 
 __all__ = ["AuditOptions", "AuditResult", "__version__", "audit"]

@@ -18,8 +18,8 @@ import jinja2
 import orjson
 
 from . import __version__
-from .audit import AuditResult
 from .model import CancelledCall, Finding, Origin, Relation, RequestTimeline, Session
+from .results import AuditResult
 
 #: Bumped on any incompatible change of the JSON report (independent of the tool version).
 SCHEMA_VERSION = 1
