@@ -143,7 +143,6 @@ def _audit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         ),
         reconstruct=ReconstructOptions(
             protocol=args.protocol,
-            vantage=Vantage(args.vantage) if args.vantage else None,
             race_window=args.race_window if args.race_window is not None else settings.race_window,
             max_open=args.max_open,
             hold_seconds=args.hold,

@@ -57,19 +57,20 @@ def classify(value: Any, raw_excerpt: str) -> Decoded:
         messages: list[Message] = []
         problems: list[Problem] = []
         for item in value:
-            one = _classify_one(item, excerpt(orjson.dumps(item)))
+            one = classify_one(item, excerpt(orjson.dumps(item)))
             if isinstance(one, Message):
                 messages.append(one)
             else:
                 problems.append(one)
         return Decoded(tuple(messages), tuple(problems), True)
-    one = _classify_one(value, raw_excerpt)
+    one = classify_one(value, raw_excerpt)
     if isinstance(one, Message):
         return Decoded((one,), ())
     return Decoded((), (one,))
 
 
-def _classify_one(value: Any, raw_excerpt: str) -> Message | Problem:
+def classify_one(value: Any, raw_excerpt: str) -> Message | Problem:
+    """One JSON value (not a batch): the message it is, or the problem that keeps it from being one."""
     if not isinstance(value, dict):
         return Problem("jsonrpc.invalid-message", f"a JSON {type(value).__name__} is not a JSON-RPC message")
     get = value.get  # one bound method: this runs once per message

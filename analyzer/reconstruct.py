@@ -77,8 +77,6 @@ DEFAULT_MAX_OPEN = 10_000
 class ReconstructOptions:
     protocol: Revision | None = None
     """`--protocol`: judge every exchange under this revision."""
-    vantage: Vantage | None = None
-    """`--vantage`: overrides the vantage a reader reported."""
     race_window: float | None = None
     """`--race-window`: one window for every vantage, instead of `ordering.DEFAULT_RACE_WINDOWS`."""
     max_open: int = DEFAULT_MAX_OPEN
@@ -267,8 +265,6 @@ class Reconstructor:
     # -- sessions ----------------------------------------------------------------------------
 
     def _new_session(self, start: SessionStart) -> _SessionState:
-        if self.options.vantage is not None:
-            start = replace(start, vantage=self.options.vantage)
         state = _SessionState(start)
         if self.options.protocol:
             state.revision, state.revision_basis = self.options.protocol, RevisionBasis.OVERRIDDEN
@@ -278,7 +274,7 @@ class Reconstructor:
         return state
 
     def _session(self, event: MessageEvent | TransportEvent) -> _SessionState:
-        """A session the reader did not announce: stdio, with the vantage from the options."""
+        """A session the reader did not announce: stdio, from an unknown vantage."""
         return self._new_session(
             SessionStart(
                 event.seq,
@@ -286,7 +282,7 @@ class Reconstructor:
                 event.origin,
                 event.session_key,
                 Transport.STDIO,
-                self.options.vantage or Vantage.UNKNOWN,
+                Vantage.UNKNOWN,
                 self.input_format,
             )
         )

@@ -6,11 +6,7 @@
 
 Bytes pass through unchanged in both directions: each pipe has its own thread doing unbuffered
 `os.read`s, and every chunk is relayed as soon as it is read. Lines are split only for the
-transcript (JSON Lines, read by `cancelwire.readers.transcript`):
-
-    {"cancelwire_transcript": 1, "transport": "stdio", "vantage": "proxy", "command": [...], "ts": T}
-    {"ts": T, "dir": "c2s" | "s2c" | "stderr", "line": "<exact line without its newline>"}
-    {"ts": T, "event": "process-exited", "status": N}            (+ "signal": S when killed)
+transcript (the JSON Lines format described in `transcript_format`).
 
 Ordering guarantee: one lock serialises the transcript, and each chunk's records are written
 (and flushed to the OS) *before* the chunk is relayed. So a message is always in the transcript
@@ -42,10 +38,10 @@ from types import FrameType
 from typing import IO, Any
 
 from .errors import CancelwireError, InputError
+from .transcript_format import FORMAT_VERSION, HEADER_KEY
 
-__all__ = ["FORMAT_VERSION", "FORWARDED_SIGNALS", "default_output_path", "record"]
+__all__ = ["FORWARDED_SIGNALS", "default_output_path", "record"]
 
-FORMAT_VERSION = 1
 FORWARDED_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 READ_SIZE = 1 << 16
 STDIN_POLL_SECONDS = 0.2
@@ -272,7 +268,7 @@ def record(
     transcript.write(
         [
             {
-                "cancelwire_transcript": FORMAT_VERSION,
+                HEADER_KEY: FORMAT_VERSION,
                 "transport": "stdio",
                 "vantage": vantage,
                 "command": list(command),

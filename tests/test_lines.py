@@ -2,7 +2,7 @@ import io
 
 from cancelwire.jsonrpc import decode_text
 from cancelwire.model import MessageKind
-from cancelwire.readers._lines import RawLine, iter_lines
+from cancelwire.readers.lines import RawLine, iter_lines
 
 
 def test_lines_are_numbered_and_crlf_stripped() -> None:

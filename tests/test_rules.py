@@ -50,7 +50,6 @@ def _options(slug: str, table: dict[str, Any], base: Path) -> AuditOptions:
         read=ReadOptions(vantage=vantage, keylog=keylog),
         reconstruct=ReconstructOptions(
             protocol=table.get("protocol"),
-            vantage=vantage,
             race_window=table.get("race_window"),
             max_tombstones=table.get("max_tombstones", ReconstructOptions().max_tombstones),
         ),

@@ -23,9 +23,11 @@ import re
 from collections.abc import Iterator
 from datetime import datetime
 
-from ..model import Direction, Event, Transport, Vantage
-from . import InputSource, ReadOptions
-from ._lines import EventFactory, LogSessions, RawLine, is_initialize_request, iter_lines
+from ..model import Direction, Event, Vantage
+from .base import InputSource, ReadOptions
+from .events import EventFactory
+from .hostlog_sessions import LogSessions, is_initialize_request
+from .lines import RawLine, source_lines
 
 _PREFIX = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z) \[([^\]\n]*)\] \[([^\]\n]*)\] ?(.*)", re.S)
 _SNIFF = re.compile(rb"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z \[[^\]\n]*\] \[[^\]\n]*\]", re.M)
@@ -44,54 +46,53 @@ class ClaudeDesktopReader:
         return _SNIFF.search(head) is not None
 
     def read(self, source: InputSource, options: ReadOptions) -> Iterator[Event]:
-        factory = EventFactory(source.name)
-        sessions = LogSessions(factory, source.name, self.name, Transport.STDIO, options.vantage or Vantage.CLIENT)
-        with source.open_binary() as stream:
-            for raw in iter_lines(stream):
-                problems = list(factory.line_problems(raw, None))
-                if problems:
-                    yield from problems
-                    continue
-                try:
-                    text = raw.data.decode("utf-8")
-                    bad_utf8 = False
-                except UnicodeDecodeError:
-                    text = raw.data.decode("utf-8", "replace")
-                    bad_utf8 = True
-                match = _PREFIX.match(text)
-                if match is None:
-                    if bad_utf8:
-                        yield from _utf8_problem(factory, raw, None, None)
-                    if any(marker in text for marker in _MARKERS):
-                        yield factory.anomaly(
-                            raw.number,
-                            None,
-                            None,
-                            "input.unrecognized-line",
-                            f"a message line without a readable timestamp/server prefix: {text[:80]!r}",
-                        )
-                    continue  # server stderr or a continuation line: not protocol
-                stamp, first, second, body = match.groups()
-                server = first if second.lower() in LEVELS or first.lower() not in LEVELS else second
-                ts = _epoch(stamp)
+        sessions = LogSessions(source, self.name, options, Vantage.CLIENT)
+        factory = sessions.factory
+        for raw in source_lines(source):
+            problems = list(factory.line_problems(raw, None))
+            if problems:
+                yield from problems
+                continue
+            try:
+                text = raw.data.decode("utf-8")
+                bad_utf8 = False
+            except UnicodeDecodeError:
+                text = raw.data.decode("utf-8", "replace")
+                bad_utf8 = True
+            match = _PREFIX.match(text)
+            if match is None:
                 if bad_utf8:
-                    yield from _utf8_problem(factory, raw, ts, sessions.key(server))
-                message = _MESSAGE.match(body)
-                if message is None:
-                    if body.startswith("Initializing server"):
-                        sessions.restart(server)
-                    continue
-                side, payload = message.groups()
-                payload = _strip_metadata(payload)
-                yield from sessions.begin(server, raw.number, ts, initialize=is_initialize_request(payload))
-                yield from factory.messages(
-                    payload,
-                    line=raw.number,
-                    ts=ts,
-                    session_key=sessions.key(server),
-                    direction=DIRECTIONS[side],
-                    unterminated=raw.unterminated,
-                )
+                    yield from _utf8_problem(factory, raw, None, None)
+                if any(marker in text for marker in _MARKERS):
+                    yield factory.anomaly(
+                        raw.number,
+                        None,
+                        None,
+                        "input.unrecognized-line",
+                        f"a message line without a readable timestamp/server prefix: {text[:80]!r}",
+                    )
+                continue  # server stderr or a continuation line: not protocol
+            stamp, first, second, body = match.groups()
+            server = first if second.lower() in LEVELS or first.lower() not in LEVELS else second
+            ts = _epoch(stamp)
+            if bad_utf8:
+                yield from _utf8_problem(factory, raw, ts, sessions.key(server))
+            message = _MESSAGE.match(body)
+            if message is None:
+                if body.startswith("Initializing server"):
+                    sessions.restart(server)
+                continue
+            side, payload = message.groups()
+            payload = _strip_metadata(payload)
+            yield from sessions.begin(server, raw.number, ts, initialize=is_initialize_request(payload))
+            yield from factory.messages(
+                payload,
+                line=raw.number,
+                ts=ts,
+                session_key=sessions.key(server),
+                direction=DIRECTIONS[side],
+                unterminated=raw.unterminated,
+            )
 
 
 def _utf8_problem(factory: EventFactory, raw: RawLine, ts: float | None, key: str | None) -> Iterator[Event]:

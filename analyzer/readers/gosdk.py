@@ -20,18 +20,17 @@ import re
 from collections.abc import Iterator
 
 from ..jsonrpc import decode_text
-from ..model import Event, Message, Side, Transport, Vantage
-from . import InputSource, ReadOptions
-from ._lines import (
-    EventFactory,
+from ..model import Event, Message, Side
+from .base import InputSource, ReadOptions
+from .hostlog_sessions import (
     LogSessions,
-    RawLine,
     direction_of,
     infer_recorder_side,
     is_initialize_request,
-    iter_lines,
-    peek_lines,
+    side_of,
+    vantage_of,
 )
+from .lines import RawLine, peek_lines, source_lines
 
 _LINE = re.compile(r"(read|write): (.*)", re.S)
 _SNIFF_MESSAGE = re.compile(rb"^(?:read|write): [\[{]", re.M)
@@ -49,65 +48,49 @@ class GoSdkReader:
         return _SNIFF_MESSAGE.search(sample) is not None and _SNIFF_OTHER_LOG.search(sample) is None
 
     def read(self, source: InputSource, options: ReadOptions) -> Iterator[Event]:
-        factory = EventFactory(source.name)
-        with source.open_binary() as stream:
-            head, lines = peek_lines(iter_lines(stream))
-            side = _side_from_vantage(options.vantage) or infer_recorder_side(_samples(head))
-            assumed = side is None
-            side = side or Side.CLIENT
-            sessions = LogSessions(
-                factory,
-                source.name,
-                self.name,
-                Transport.STDIO,
-                options.vantage or (Vantage.CLIENT if side is Side.CLIENT else Vantage.SERVER),
-                timestamps=False,
-            )
-            directions = {"write": direction_of(side), "read": direction_of(side.other)}
-            for raw in lines:
-                text, problems = factory.text_of(raw, sessions.key(None))
-                yield from problems
-                if text is None:
-                    continue
-                match = _LINE.match(text)
-                if match is None:
-                    if text.startswith(_MARSHAL_FAILED):
-                        yield factory.anomaly(
-                            raw.number,
-                            None,
-                            sessions.key(None),
-                            "input.unrecognized-line",
-                            "LoggingTransport could not marshal a message; the line holds no message",
-                        )
-                    continue
-                verb, payload = match.groups()
-                yield from sessions.begin(None, raw.number, None, initialize=is_initialize_request(payload))
-                if assumed:
-                    assumed = False
+        head, lines = peek_lines(source_lines(source))
+        side = side_of(options.vantage) or infer_recorder_side(_samples(head))
+        assumed = side is None
+        side = side or Side.CLIENT
+        sessions = LogSessions(source, self.name, options, vantage_of(side), timestamps=False)
+        factory = sessions.factory
+        directions = {"write": direction_of(side), "read": direction_of(side.other)}
+        for raw in lines:
+            text, problems = factory.text_of(raw, sessions.key(None))
+            yield from problems
+            if text is None:
+                continue
+            match = _LINE.match(text)
+            if match is None:
+                if text.startswith(_MARSHAL_FAILED):
                     yield factory.anomaly(
                         raw.number,
                         None,
                         sessions.key(None),
-                        "input.side-assumed",
-                        "no message in the first lines shows which side wrote this log; "
-                        "assumed the client (override with --vantage server)",
+                        "input.unrecognized-line",
+                        "LoggingTransport could not marshal a message; the line holds no message",
                     )
-                yield from factory.messages(
-                    payload,
-                    line=raw.number,
-                    ts=None,
-                    session_key=sessions.key(None),
-                    direction=directions[verb],
-                    unterminated=raw.unterminated,
+                continue
+            verb, payload = match.groups()
+            yield from sessions.begin(None, raw.number, None, initialize=is_initialize_request(payload))
+            if assumed:
+                assumed = False
+                yield factory.anomaly(
+                    raw.number,
+                    None,
+                    sessions.key(None),
+                    "input.side-assumed",
+                    "no message in the first lines shows which side wrote this log; "
+                    "assumed the client (override with --vantage server)",
                 )
-
-
-def _side_from_vantage(vantage: Vantage | None) -> Side | None:
-    if vantage is Vantage.CLIENT:
-        return Side.CLIENT
-    if vantage is Vantage.SERVER:
-        return Side.SERVER
-    return None
+            yield from factory.messages(
+                payload,
+                line=raw.number,
+                ts=None,
+                session_key=sessions.key(None),
+                direction=directions[verb],
+                unterminated=raw.unterminated,
+            )
 
 
 def _samples(head: list[RawLine]) -> Iterator[tuple[bool, Message]]:

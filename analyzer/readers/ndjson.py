@@ -35,18 +35,18 @@ from typing import Any
 import orjson
 
 from ..jsonrpc import classify, decode_text, excerpt
-from ..model import Direction, Event, Message, MessageKind, RequestId, Side, Transport, Vantage
-from . import InputSource, ReadOptions
-from ._lines import (
-    EventFactory,
+from ..model import Direction, Event, Message, MessageKind, RequestId, Side, Vantage
+from ..transcript_format import HEADER_KEY
+from .base import InputSource, ReadOptions
+from .hostlog_sessions import (
     LogSessions,
-    RawLine,
     direction_of,
     infer_recorder_side,
-    iter_lines,
-    peek_lines,
     sender_by_shape,
+    side_of,
+    vantage_of,
 )
+from .lines import RawLine, peek_lines, source_lines
 
 MAX_PENDING = 10_000
 DIRS = {
@@ -70,88 +70,85 @@ class NdjsonReader:
             value = orjson.loads(first)
         except orjson.JSONDecodeError:  # the first line may be longer than the head
             start = first[:4096]
-            return start.startswith(b"{") and b'"jsonrpc"' in start and b"cancelwire_transcript" not in start
+            return start.startswith(b"{") and b'"jsonrpc"' in start and HEADER_KEY.encode() not in start
         if isinstance(value, list):
             return bool(value) and all(isinstance(item, dict) and "jsonrpc" in item for item in value)
-        return isinstance(value, dict) and _shape(value) is not None and "cancelwire_transcript" not in value
+        return isinstance(value, dict) and _shape(value) is not None and HEADER_KEY not in value
 
     def read(self, source: InputSource, options: ReadOptions) -> Iterator[Event]:
-        factory = EventFactory(source.name)
-        with source.open_binary() as stream:
-            head, lines = peek_lines(iter_lines(stream))
-            has_ts, one_sided, side = _look_ahead(head, options.vantage)
-            del head
-            assumed = one_sided and side is None
-            side = side or Side.CLIENT
-            vantage = options.vantage or (
-                (Vantage.CLIENT if side is Side.CLIENT else Vantage.SERVER) if one_sided else Vantage.UNKNOWN
-            )
-            sessions = LogSessions(factory, source.name, self.name, Transport.STDIO, vantage, timestamps=has_ts)
-            inference = _Directions()
-            for raw in lines:
-                key = sessions.key(None)
-                text, problems = factory.text_of(raw, key)
-                yield from problems
-                if text is None:
-                    continue
-                if not text.strip():
-                    continue
-                value = _loads(text)
-                record = _record(value)
-                if record is None:
-                    record = _Record(text, None, None, None)
-                    decoded = None if value is _NOT_JSON else classify(value, excerpt(text))
-                else:
-                    decoded = decode_text(record.text)
-                if decoded is None:  # not JSON: the factory names it
-                    yield from factory.messages(
-                        record.text,
-                        line=raw.number,
-                        ts=record.ts,
-                        session_key=key,
-                        direction=Direction.NONE,
-                        unterminated=raw.unterminated,
-                    )
-                    continue
-                initialize = any(m.kind is MessageKind.REQUEST and m.method == "initialize" for m in decoded.messages)
-                started = list(sessions.begin(None, raw.number, record.ts, initialize=initialize))
-                if started:  # a new session: a new pair of id spaces
-                    inference = _Directions()
-                    key = sessions.key(None)
-                yield from started
-                if assumed and record.written is not None:
-                    assumed = False
-                    yield factory.anomaly(
-                        raw.number,
-                        record.ts,
-                        key,
-                        "input.side-assumed",
-                        'no record in the first lines shows which side wrote the "send" records; '
-                        "assumed the client (override with --vantage server)",
-                    )
-                if record.written is not None:
-                    direction = direction_of(side if record.written else side.other)
-                else:
-                    direction = record.direction or inference.decide(decoded.messages)
-                if direction is Direction.NONE and decoded.messages:
-                    first = decoded.messages[0]
-                    what = f"({first.method})" if first.method else f"(id {first.id!r})"
-                    yield factory.anomaly(
-                        raw.number,
-                        record.ts,
-                        key,
-                        "input.direction-unknown",
-                        f"cannot tell who sent this {first.kind.value} {what}",
-                        request_id=first.id,
-                    )
+        head, lines = peek_lines(source_lines(source))
+        has_ts, one_sided, side = _look_ahead(head, options.vantage)
+        del head
+        assumed = one_sided and side is None
+        side = side or Side.CLIENT
+        known = vantage_of(side) if one_sided else Vantage.UNKNOWN
+        sessions = LogSessions(source, self.name, options, known, timestamps=has_ts)
+        factory = sessions.factory
+        inference = _Directions()
+        for raw in lines:
+            key = sessions.key(None)
+            text, problems = factory.text_of(raw, key)
+            yield from problems
+            if text is None:
+                continue
+            if not text.strip():
+                continue
+            value = _loads(text)
+            record = _record(value)
+            if record is None:
+                record = _Record(text, None, None, None)
+                decoded = None if value is _NOT_JSON else classify(value, excerpt(text))
+            else:
+                decoded = decode_text(record.text)
+            if decoded is None:  # not JSON: the factory names it
                 yield from factory.messages(
                     record.text,
                     line=raw.number,
                     ts=record.ts,
                     session_key=key,
-                    direction=direction,
+                    direction=Direction.NONE,
                     unterminated=raw.unterminated,
                 )
+                continue
+            initialize = any(m.kind is MessageKind.REQUEST and m.method == "initialize" for m in decoded.messages)
+            started = list(sessions.begin(None, raw.number, record.ts, initialize=initialize))
+            if started:  # a new session: a new pair of id spaces
+                inference = _Directions()
+                key = sessions.key(None)
+            yield from started
+            if assumed and record.written is not None:
+                assumed = False
+                yield factory.anomaly(
+                    raw.number,
+                    record.ts,
+                    key,
+                    "input.side-assumed",
+                    'no record in the first lines shows which side wrote the "send" records; '
+                    "assumed the client (override with --vantage server)",
+                )
+            if record.written is not None:
+                direction = direction_of(side if record.written else side.other)
+            else:
+                direction = record.direction or inference.decide(decoded.messages)
+            if direction is Direction.NONE and decoded.messages:
+                first = decoded.messages[0]
+                what = f"({first.method})" if first.method else f"(id {first.id!r})"
+                yield factory.anomaly(
+                    raw.number,
+                    record.ts,
+                    key,
+                    "input.direction-unknown",
+                    f"cannot tell who sent this {first.kind.value} {what}",
+                    request_id=first.id,
+                )
+            yield from factory.messages(
+                record.text,
+                line=raw.number,
+                ts=record.ts,
+                session_key=key,
+                direction=direction,
+                unterminated=raw.unterminated,
+            )
 
 
 def _look_ahead(head: list[RawLine], vantage: Vantage | None) -> tuple[bool, bool, Side | None]:
@@ -168,7 +165,7 @@ def _look_ahead(head: list[RawLine], vantage: Vantage | None) -> tuple[bool, boo
             decoded = decode_text(record.text)
             if decoded is not None:
                 samples.extend((record.written, message) for message in decoded.messages)
-    side = {Vantage.CLIENT: Side.CLIENT, Vantage.SERVER: Side.SERVER}.get(vantage) if vantage else None
+    side = side_of(vantage)
     if side is None and one_sided:
         side = infer_recorder_side(samples)
     return has_ts, one_sided, side

@@ -60,7 +60,7 @@ from ..model import (
     TransportKind,
     Vantage,
 )
-from . import InputSource, ReadOptions
+from .base import InputSource, ReadOptions
 from .http1 import (
     MAX_BODY_BYTES,
     Flow,
@@ -315,7 +315,7 @@ class _Run:
                     self._origin(frame),
                     key,
                     transport,
-                    self.options.vantage or Vantage.WIRE,
+                    self.options.session_vantage(Vantage.WIRE),
                     "pcap",
                     label=self.labels.get(key),
                 )

@@ -1,10 +1,7 @@
-"""cancelwire transcripts (JSON Lines), as written by `cancelwire record`.
+"""cancelwire transcripts, as written by `cancelwire record` (the format: `transcript_format`).
 
-{"cancelwire_transcript": 1, "transport": "stdio", "vantage": "proxy", "command": [...]}   optional header
-{"ts": 1764690000.123, "dir": "c2s", "line": "<exact line the client wrote>"}
-{"ts": 1764690000.456, "dir": "s2c", "line": "<exact line the server wrote>"}
-{"ts": 1764690000.789, "dir": "stderr", "line": "<server stderr line>"}
-{"ts": 1764690001.000, "event": "process-exited", "status": 0}
+Stderr records are kept in the transcript for people and never read as protocol. The header's
+`vantage` (unless `--vantage`) and `transport` become the session's.
 """
 
 from __future__ import annotations
@@ -24,10 +21,11 @@ from ..model import (
     TransportKind,
     Vantage,
 )
-from . import InputSource, ReadOptions
-from ._lines import EventFactory, RawLine, iter_line_batches
+from ..transcript_format import FORMAT_VERSION, HEADER_KEY
+from .base import InputSource, ReadOptions
+from .events import EventFactory
+from .lines import RawLine, iter_line_batches
 
-FORMAT_VERSION = 1
 E = TypeVar("E", Vantage, Transport)
 DIRECTIONS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
 
@@ -42,8 +40,8 @@ class TranscriptReader:
         try:
             value = orjson.loads(first)
         except orjson.JSONDecodeError:
-            return b'"cancelwire_transcript"' in first
-        return isinstance(value, dict) and ("cancelwire_transcript" in value or ("dir" in value and "line" in value))
+            return f'"{HEADER_KEY}"'.encode() in first
+        return isinstance(value, dict) and (HEADER_KEY in value or ("dir" in value and "line" in value))
 
     def read(self, source: InputSource, options: ReadOptions) -> Iterator[Event]:
         factory = EventFactory(source.name)
@@ -53,6 +51,7 @@ class TranscriptReader:
         decode_error = orjson.JSONDecodeError
         directions = DIRECTIONS
         simple = factory.simple_message
+        header_key = HEADER_KEY
         with source.open_binary() as stream:
             # Hot path: one orjson parse of the record and one of its `line`, then straight to the
             # message event. Anything unusual (a special line, a header, an event record, a line that
@@ -78,7 +77,7 @@ class TranscriptReader:
                         text = record.get("line")
                         if direction.__class__ is str and text.__class__ is str:
                             side = directions.get(direction)
-                            if side is not None and "cancelwire_transcript" not in record:
+                            if side is not None and header_key not in record:
                                 ts = record.get("ts")
                                 if ts.__class__ is not float:
                                     ts = _ts(ts)
@@ -139,7 +138,7 @@ class TranscriptReader:
         if not isinstance(record, dict):
             yield factory.anomaly(line, None, key, "input.bad-record", "record is not an object")
             return
-        if "cancelwire_transcript" in record:
+        if HEADER_KEY in record:
             if started:
                 yield factory.anomaly(line, None, key, "input.bad-record", "header after records")
                 return
@@ -152,14 +151,14 @@ class TranscriptReader:
     def _session_start(
         self, source: InputSource, factory: EventFactory, line: int, header: dict[str, Any], options: ReadOptions
     ) -> SessionStart:
-        version = header.get("cancelwire_transcript", FORMAT_VERSION)
+        version = header.get(HEADER_KEY, FORMAT_VERSION)
         if not isinstance(version, int) or version > FORMAT_VERSION:
             raise InputError(
                 f"{source.name}:{line}",
                 f"transcript format version {version!r} is newer than this cancelwire reads ({FORMAT_VERSION})",
                 "upgrade cancelwire",
             )
-        vantage = options.vantage or _enum(Vantage, header.get("vantage"), Vantage.UNKNOWN)
+        vantage = options.session_vantage(_enum(Vantage, header.get("vantage"), Vantage.UNKNOWN))
         transport = _enum(Transport, header.get("transport"), Transport.STDIO)
         label = header.get("label") or (
             " ".join(header["command"]) if isinstance(header.get("command"), list) else None

@@ -25,9 +25,10 @@ import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
-from ..model import Direction, Event, Transport, Vantage
-from . import InputSource, ReadOptions
-from ._lines import EventFactory, LogSessions, is_initialize_request, iter_lines
+from ..model import Direction, Event, Vantage
+from .base import InputSource, ReadOptions
+from .hostlog_sessions import LogSessions, is_initialize_request
+from .lines import source_lines
 
 _PREFIX = re.compile(r"\s*(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) \[(\w+)\] ?(.*)", re.S)
 _SNIFF = re.compile(
@@ -46,43 +47,42 @@ class VSCodeReader:
         return _SNIFF.search(head) is not None
 
     def read(self, source: InputSource, options: ReadOptions) -> Iterator[Event]:
-        factory = EventFactory(source.name)
-        sessions = LogSessions(factory, source.name, self.name, Transport.STDIO, options.vantage or Vantage.CLIENT)
-        with source.open_binary() as stream:
-            for raw in iter_lines(stream):
-                text, problems = factory.text_of(raw, sessions.key(None))
-                yield from problems
-                if text is None:
-                    continue
-                match = _PREFIX.match(text)
-                ts = _epoch(match.group(1)) if match else None
-                if match is None:
-                    if any(marker in text for marker in DIRECTIONS):
-                        yield factory.anomaly(
-                            raw.number,
-                            None,
-                            sessions.key(None),
-                            "input.unrecognized-line",
-                            f"a message line without a readable timestamp/level prefix: {text[:80]!r}",
-                        )
-                    continue
-                body = match.group(3)
-                marker = body[:18]
-                if marker not in DIRECTIONS:
-                    if body.startswith(_STARTING) and not body.startswith(_STARTING + "from "):
-                        sessions.restart(None)
-                        sessions.labels[None] = body[len(_STARTING) :].strip()
-                    continue
-                payload = body[18:].strip()
-                yield from sessions.begin(None, raw.number, ts, initialize=is_initialize_request(payload))
-                yield from factory.messages(
-                    payload,
-                    line=raw.number,
-                    ts=ts,
-                    session_key=sessions.key(None),
-                    direction=DIRECTIONS[marker],
-                    unterminated=raw.unterminated,
-                )
+        sessions = LogSessions(source, self.name, options, Vantage.CLIENT)
+        factory = sessions.factory
+        for raw in source_lines(source):
+            text, problems = factory.text_of(raw, sessions.key(None))
+            yield from problems
+            if text is None:
+                continue
+            match = _PREFIX.match(text)
+            ts = _epoch(match.group(1)) if match else None
+            if match is None:
+                if any(marker in text for marker in DIRECTIONS):
+                    yield factory.anomaly(
+                        raw.number,
+                        None,
+                        sessions.key(None),
+                        "input.unrecognized-line",
+                        f"a message line without a readable timestamp/level prefix: {text[:80]!r}",
+                    )
+                continue
+            body = match.group(3)
+            marker = body[:18]
+            if marker not in DIRECTIONS:
+                if body.startswith(_STARTING) and not body.startswith(_STARTING + "from "):
+                    sessions.restart(None)
+                    sessions.labels[None] = body[len(_STARTING) :].strip()
+                continue
+            payload = body[18:].strip()
+            yield from sessions.begin(None, raw.number, ts, initialize=is_initialize_request(payload))
+            yield from factory.messages(
+                payload,
+                line=raw.number,
+                ts=ts,
+                session_key=sessions.key(None),
+                direction=DIRECTIONS[marker],
+                unterminated=raw.unterminated,
+            )
 
 
 def _epoch(stamp: str) -> float | None:

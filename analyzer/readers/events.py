@@ -1,0 +1,134 @@
+"""Numbering events in source order and turning a line's JSON text into message events or anomalies.
+
+Shared by every text reader; the anomaly names here are the ones every text format can produce.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from orjson import JSONDecodeError
+from orjson import loads as _loads
+
+from ..jsonrpc import EXCERPT_CHARS, classify_one, decode_text, excerpt
+from ..model import Anomaly, Direction, Event, Message, MessageEvent, Origin, RequestId
+from .lines import DEFAULT_MAX_LINE_BYTES, RawLine
+
+
+class EventFactory:
+    """Numbers events in source order and turns JSON text into message events or anomalies."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.seq = 0
+
+    def next_seq(self) -> int:
+        self.seq += 1
+        return self.seq
+
+    def origin(self, line: int) -> Origin:
+        return Origin(self.source, line=line)
+
+    def anomaly(
+        self,
+        line: int,
+        ts: float | None,
+        session_key: str | None,
+        name: str,
+        detail: str,
+        request_id: RequestId | None = None,
+    ) -> Anomaly:
+        return Anomaly(self.next_seq(), ts, self.origin(line), session_key, name, detail, request_id)
+
+    def line_problems(self, raw: RawLine, session_key: str | None) -> Iterator[Anomaly]:
+        """Anomalies every text format shares: size; the caller skips the line when one is yielded."""
+        if raw.too_long:
+            yield self.anomaly(
+                raw.number,
+                None,
+                session_key,
+                "input.line-too-long",
+                f"line of {raw.too_long} bytes skipped (limit {DEFAULT_MAX_LINE_BYTES} bytes)",
+            )
+
+    def text_of(self, raw: RawLine, session_key: str | None) -> tuple[str | None, list[Anomaly]]:
+        """A line's text, and the anomalies to report for it; no text when the line is skipped (size)."""
+        problems = list(self.line_problems(raw, session_key))
+        if problems:
+            return None, problems
+        text, bad_utf8 = self.decode_utf8(raw, None, session_key)
+        return text, [bad_utf8] if bad_utf8 is not None else []
+
+    def decode_utf8(self, raw: RawLine, ts: float | None, session_key: str | None) -> tuple[str, Anomaly | None]:
+        try:
+            return raw.data.decode("utf-8"), None
+        except UnicodeDecodeError as exc:
+            text = raw.data.decode("utf-8", "replace")
+            return text, self.anomaly(
+                raw.number,
+                ts,
+                session_key,
+                "input.invalid-utf8",
+                f"invalid UTF-8 at byte {exc.start}; decoded with replacement characters",
+            )
+
+    def simple_message(
+        self, text: str, line: int, ts: float | None, session_key: str, direction: Direction
+    ) -> MessageEvent | None:
+        """The common case on the hot path: `text` is one valid JSON-RPC object (parsed once).
+        None for anything else, which `messages` then handles and names."""
+        try:
+            value = _loads(text)
+        except JSONDecodeError:
+            return None
+        if value.__class__ is not dict:
+            return None
+        one = classify_one(value, text if len(text) <= EXCERPT_CHARS else excerpt(text))
+        if one.__class__ is not Message:
+            return None
+        self.seq += 1
+        return MessageEvent(self.seq, ts, Origin(self.source, line), session_key, direction, one)
+
+    def messages(
+        self,
+        text: str | bytes,
+        *,
+        line: int,
+        ts: float | None,
+        session_key: str,
+        direction: Direction,
+        unterminated: bool = False,
+        not_json_name: str = "input.non-json-line",
+    ) -> Iterator[Event]:
+        """Events for one JSON-RPC text: messages, or anomalies naming what is wrong."""
+        if text.__class__ is str:
+            event = self.simple_message(text, line, ts, session_key, direction)
+            if event is not None:
+                yield event
+                return
+        decoded = decode_text(text)
+        if decoded is None:
+            shown = text if isinstance(text, str) else text.decode("utf-8", "replace")
+            if unterminated:
+                yield self.anomaly(
+                    line,
+                    ts,
+                    session_key,
+                    "input.truncated-line",
+                    f"last line has no newline and is not complete JSON (input cut?): {shown[:80]!r}",
+                )
+            else:
+                yield self.anomaly(line, ts, session_key, not_json_name, f"not JSON: {shown[:120]!r}")
+            return
+        if decoded.batch:
+            yield self.anomaly(
+                line,
+                ts,
+                session_key,
+                "jsonrpc.batch",
+                f"a JSON array of {len(decoded.messages) + len(decoded.problems)} messages (a batch)",
+            )
+        for problem in decoded.problems:
+            yield self.anomaly(line, ts, session_key, problem.name, problem.detail)
+        for message in decoded.messages:
+            yield MessageEvent(self.next_seq(), ts, self.origin(line), session_key, direction, message)
