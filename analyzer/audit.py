@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import outcomes
+from . import __version__, outcomes
 from .catalog import Rule, load_catalog
 from .engine import Engine
 from .errors import CancelwireError, InputError, UnknownFormatError
 from .model import Anomaly, CancelledCall, Event, RequestTimeline, Session
+from .ordering import DEFAULT_RACE_WINDOWS
 from .readers import InputSource, ReadOptions, choose_reader, expand_inputs
 from .reconstruct import ReconstructOptions, Reconstructor
-from .results import AuditResult, Findings, InputSummary
+from .results import AuditResult, Findings, HowMade, InputSummary, Setting
 from .spool import Spool
 
 
@@ -29,6 +31,30 @@ class AuditOptions:
     ignore: dict[str, str] = field(default_factory=dict)
     """Rule id or slug → the reason it is disabled (reported)."""
     preview: bool = False
+    settings_file: Path | None = None
+    """The settings file the options came from in part (shown in the report)."""
+    settings: tuple[Setting, ...] = ()
+    """Every value the caller changed from the default, and where it came from (shown in the report)."""
+
+
+def how_made(options: AuditOptions) -> HowMade:
+    rec = options.reconstruct
+    return HowMade(
+        version=__version__,
+        generated=time.time(),
+        settings_file=str(options.settings_file) if options.settings_file else None,
+        settings=options.settings,
+        race_windows={
+            vantage.value: default if rec.race_window is None else rec.race_window
+            for vantage, default in DEFAULT_RACE_WINDOWS.items()
+        },
+        hold_seconds=rec.hold_seconds,
+        max_open=rec.max_open,
+        protocol=rec.protocol,
+        vantage=options.read.vantage.value if options.read.vantage else None,
+        rule_dirs=tuple(str(d) for d in options.rule_dirs),
+        preview=options.preview,
+    )
 
 
 def select_rules(catalog: tuple[Rule, ...], options: AuditOptions) -> tuple[list[Rule], dict[str, str]]:
@@ -106,15 +132,16 @@ def audit(
     for finding in engine.finish():
         findings.add(finding)
     return AuditResult(
-        tuple(inputs),
-        tuple(sessions),
-        findings,
-        cancellations,
-        outcome_counts,
-        tuple(engine.skips.values()),
-        disabled,
-        dict(engine.unruled_anomalies),
-        tuple(rules),
+        inputs=tuple(inputs),
+        sessions=tuple(sessions),
+        findings=findings,
+        cancellations=cancellations,
+        outcomes=outcome_counts,
+        skips=tuple(engine.skips.values()),
+        disabled=disabled,
+        unruled_anomalies=dict(engine.unruled_anomalies),
+        rules=tuple(rules),
+        made=how_made(options),
     )
 
 

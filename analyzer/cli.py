@@ -1,7 +1,9 @@
 """The `cancelwire` command: the only module that prints or sets the exit status.
 
-Exit status: 0 nothing at or above --fail-on; 1 something is; 2 usage error, bad rule or settings
-file, or no input could be read at all.
+Exit status (results.ExitStatus): 0 nothing at or above --fail-on; 1 something is; 2 usage error, bad
+rule or settings file, an output that cannot be written, or nothing readable; 3 an internal error (a
+bug in cancelwire: one line saying what to report, the traceback only with --debug); 130 Ctrl-C; 143
+SIGTERM, after the same cleanup as any other exit (temp files and half-written outputs removed).
 """
 
 from __future__ import annotations
@@ -10,179 +12,256 @@ import argparse
 import contextlib
 import gc
 import os
+import shlex
+import signal
 import sys
 import textwrap
-from collections.abc import Iterator
+import threading
+import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
+from typing import TypeVar
 
-from . import __version__, catalog
+from . import __version__, catalog, inert
+from .arguments import build_parser
 from .audit import AuditOptions, audit
-from .config import find_settings
-from .errors import CancelwireError, InputError
-from .model import REVISIONS, Level, Severity, Vantage
-from .readers import ReadOptions, reader_names
-from .reconstruct import DEFAULT_MAX_OPEN, ReconstructOptions
-from .report import FORMATS, write
+from .config import Settings, find_settings, load_settings
+from .errors import CancelwireError, OutputError
+from .model import CancelledCall, Level, RequestTimeline, Severity, Vantage
+from .outputs import AtomicOutput, refuse_inputs
+from .readers import ReadOptions
+from .reconstruct import ReconstructOptions
+from .report import write
+from .results import AuditResult, ExitStatus, Setting
+
+T = TypeVar("T")
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="cancelwire", description="Audit recorded MCP sessions for what happens around cancellation."
-    )
-    parser.add_argument("--version", action="version", version=f"cancelwire {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    a = sub.add_parser("audit", help="audit recordings (transcripts, host logs, pcap/pcapng)")
-    a.add_argument("paths", nargs="+", metavar="PATH", help="files or directories ('-' for stdin); .gz accepted")
-    a.add_argument("--format", choices=FORMATS, default="text", help="report format (default: text)")
-    a.add_argument("-o", "--output", metavar="FILE", default="-", help="write the report here (default: stdout)")
-    a.add_argument(
-        "--fail-on",
-        choices=["error", "warning", "info", "never"],
-        default="error",
-        help="exit 1 when a finding is at or above this severity (default: error)",
-    )
-    a.add_argument("--protocol", metavar="REVISION", help=f"judge under this revision ({', '.join(REVISIONS)})")
-    a.add_argument(
-        "--vantage",
-        choices=[v.value for v in Vantage if v not in (Vantage.WIRE, Vantage.UNKNOWN)],
-        help="where the recording was made, overriding the format's own",
-    )
-    a.add_argument(
-        "--race-window",
-        type=float,
-        metavar="SECONDS",
-        help="a reply this soon after a cancel counts as a race (default per vantage; see README)",
-    )
-    a.add_argument(
-        "--rules", action="append", type=Path, default=[], metavar="DIR", help="extra rule files (*.toml); repeatable"
-    )
-    a.add_argument("--select", action="append", default=[], metavar="RULE", help="run only these rules (id or slug)")
-    a.add_argument("--ignore", action="append", default=[], metavar="RULE", help="do not run this rule")
-    a.add_argument("--preview", action="store_true", help="also run preview rules")
-    a.add_argument("--input-format", choices=reader_names(), help="skip detection and read every input as this")
-    a.add_argument(
-        "--http-port", action="append", type=int, default=[], metavar="N", help="captures: decode this TCP port as HTTP"
-    )
-    a.add_argument("--keylog", type=Path, metavar="FILE", help="captures: TLS key log (SSLKEYLOGFILE format)")
-    a.add_argument(
-        "--hold",
-        type=float,
-        default=ReconstructOptions().hold_seconds,
-        metavar="SECONDS",
-        help="how long (recording time) a silent cancelled call waits for a late reply or a verifying read",
-    )
-    a.add_argument(
-        "--max-open",
-        type=int,
-        default=DEFAULT_MAX_OPEN,
-        metavar="N",
-        help="open requests per session before the oldest are flushed unjudged",
-    )
-    a.add_argument(
-        "--exchanges", type=Path, metavar="FILE.csv|FILE.parquet", help="also export every exchange as a table"
-    )
-
-    sub.add_parser("rules", help="list the rule catalogue").add_argument(
-        "--rules", action="append", type=Path, default=[], metavar="DIR"
-    )
-    e = sub.add_parser("explain", help="show one rule's documentation")
-    e.add_argument("rule", metavar="SLUG|ID")
-    e.add_argument("--rules", action="append", type=Path, default=[], metavar="DIR")
-
-    f = sub.add_parser("frame", help="show one capture frame in full (what a finding's #N points at)")
-    f.add_argument("capture", type=Path, metavar="CAPTURE")
-    f.add_argument("number", type=int, metavar="N")
-
-    r = sub.add_parser("record", help="run a stdio MCP server and record its traffic as a transcript")
-    r.add_argument("-o", "--output", type=Path, metavar="FILE", help="transcript path")
-    r.add_argument("server", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS...")
-    return parser
+class _Terminated(BaseException):
+    """SIGTERM, raised where the program is, so `finally` blocks and context managers clean up."""
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
-        if args.command == "audit":
-            with _batch_collector():
-                return _audit(args, parser)
-        if args.command == "rules":
-            return _rules(args)
-        if args.command == "explain":
-            return _explain(args)
-        if args.command == "frame":
-            from .readers.pcap import frame_details
-
-            sys.stdout.write(f"{frame_details(args.capture, args.number)}\n")
-            return 0
-        return _record(args, parser)
+        with _sigterm_unwinds(args.command != "record"):  # record forwards signals to its server
+            return _run(args)
     except CancelwireError as exc:
-        _error(str(exc))
-        return 2
+        _error(exc)
+        return ExitStatus.USAGE
+    except KeyboardInterrupt:
+        _say("cancelwire: interrupted")
+        return ExitStatus.INTERRUPTED
+    except _Terminated:
+        _say("cancelwire: terminated (SIGTERM); nothing was left half-written")
+        return ExitStatus.TERMINATED
+    except Exception as exc:  # a bug: say so in one line, and never exit as if it were findings
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        command = inert.terminal(shlex.join(["cancelwire", *(sys.argv[1:] if argv is None else argv)]))
+        _say(
+            f"cancelwire: internal error (a bug in cancelwire {__version__}): "
+            f"{type(exc).__name__}: {inert.terminal(str(exc))}; "
+            f"please report it with this line and the command: {command}"
+            + ("" if getattr(args, "debug", False) else " (--debug shows the traceback)")
+        )
+        return ExitStatus.INTERNAL
 
 
-def _error(text: str) -> None:
-    print(f"cancelwire: error: {text}", file=sys.stderr)
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "audit":
+        with _batch_collector():
+            return _audit(args)
+    if args.command == "rules":
+        return _rules(args)
+    if args.command == "explain":
+        return _explain(args)
+    if args.command == "frame":
+        from .readers.pcap import frame_details
+
+        sys.stdout.write(_inert_lines(f"{frame_details(args.capture, args.number)}"))
+        return ExitStatus.PASSED
+    return _record(args)
 
 
-def _audit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    if args.protocol and args.protocol not in REVISIONS:
-        parser.error(f"--protocol: unknown revision {args.protocol!r}; one of {', '.join(REVISIONS)}")
-    if args.race_window is not None and args.race_window < 0:
-        parser.error("--race-window must be >= 0")
-    if args.exchanges and args.exchanges.suffix not in (".csv", ".parquet"):
-        parser.error("--exchanges needs a .csv or .parquet file name")
-    settings = find_settings(Path.cwd())
-    options = AuditOptions(
+@contextlib.contextmanager
+def _sigterm_unwinds(enabled: bool) -> Iterator[None]:
+    if not enabled or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def unwind(signum: int, frame: FrameType | None) -> None:
+        raise _Terminated
+
+    previous = signal.signal(signal.SIGTERM, unwind)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _say(line: str) -> None:
+    with contextlib.suppress(OSError):
+        print(line, file=sys.stderr, flush=True)
+
+
+def _error(exc: CancelwireError | str) -> None:
+    """One error on stderr; its text names files and recorded values, so it is made inert."""
+    if isinstance(exc, CancelwireError):
+        hint = f"\n  hint: {inert.terminal(exc.hint)}" if exc.hint else ""
+        _say(f"cancelwire: error: {inert.terminal(exc.message)}{hint}")
+    else:
+        _say(f"cancelwire: error: {inert.terminal(exc)}")
+
+
+def _inert_lines(text: str) -> str:
+    """Text of several lines (a packet, a rule's docs) with each line inert, tabs as spaces."""
+    return "".join(inert.terminal(line.expandtabs(4)) + "\n" for line in text.split("\n"))
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    if args.isolated:
+        return Settings()
+    if args.config is not None:
+        return load_settings(args.config)
+    return find_settings(Path.cwd())
+
+
+def _options(args: argparse.Namespace, settings: Settings) -> AuditOptions:
+    """The command line over the settings file; every changed value is recorded with its source."""
+    given = {
+        "race-window": args.race_window,
+        "hold": args.hold,
+        "max-open": args.max_open,
+        "protocol": args.protocol,
+        "vantage": args.vantage,
+    }
+    changed = [Setting(k, v, str(settings.path)) for k, v in settings.values() if given.get(k) is None]
+    changed += [
+        Setting(k, f"{v:g}" if isinstance(v, float) else str(v), "command line")
+        for k, v in given.items()
+        if v is not None
+    ]
+    changed += [Setting(f"ignore.{name}", "--ignore", "command line") for name in args.ignore]
+    changed += [Setting("select", ", ".join(args.select), "command line")] if args.select else []
+    defaults = ReconstructOptions()
+    vantage = Vantage(args.vantage) if args.vantage else None
+    return AuditOptions(
         input_format=args.input_format,
-        read=ReadOptions(
-            vantage=Vantage(args.vantage) if args.vantage else None,
-            http_ports=tuple(args.http_port),
-            keylog=args.keylog,
-        ),
+        read=ReadOptions(vantage=vantage, http_ports=tuple(args.http_port), keylog=args.keylog),
         reconstruct=ReconstructOptions(
             protocol=args.protocol,
             race_window=args.race_window if args.race_window is not None else settings.race_window,
-            max_open=args.max_open,
-            hold_seconds=args.hold,
+            max_open=_first(args.max_open, settings.max_open, defaults.max_open),
+            hold_seconds=_first(args.hold, settings.hold, defaults.hold_seconds),
             verifying_reads=settings.verifying_reads,
         ),
         rule_dirs=tuple(args.rules),
         select=frozenset(args.select),
         ignore={**settings.disabled, **{name: "--ignore on the command line" for name in args.ignore}},
         preview=args.preview,
+        settings_file=settings.path,
+        settings=tuple(changed),
     )
-    writer = None
-    if args.exchanges:
-        from .tables import ExchangeWriter
 
-        writer = ExchangeWriter(args.exchanges)
 
-    def input_error(exc: InputError) -> None:
-        _error(str(exc))
+def _text(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
+
+def _first(*values: T | None) -> T:
+    return next(v for v in values if v is not None)
+
+
+def _audit(args: argparse.Namespace) -> int:
+    options = _options(args, _settings(args))
+    outputs = [("-o", Path(args.output))] if args.output != "-" else []
+    outputs += [("--exchanges", args.exchanges)] if args.exchanges else []
+    refuse_inputs(outputs, [*args.paths, *([args.keylog] if args.keylog else [])])
+    report = AtomicOutput(Path(args.output), "-o") if args.output != "-" else None
+    table = None
     try:
-        result = audit(args.paths, options, on_exchange=writer.add if writer else None, on_input_error=input_error)
+        table = AtomicOutput(args.exchanges, "--exchanges") if args.exchanges else None
+        result = _audit_with_table(args.paths, options, table)
+        try:
+            _write_report(result, args.format, report)
+        finally:
+            result.close()
+        for out in (table, report):
+            if out is not None:
+                out.commit()
     finally:
-        if writer:
-            writer.close()
+        for out in (report, table):
+            if out is not None:
+                out.discard()
+    if not result.readable:
+        _error(_nothing_read(result, args.paths))
+    return result.exit_status(None if args.fail_on == "never" else Severity(args.fail_on))
+
+
+def _audit_with_table(paths: list[str], options: AuditOptions, table: AtomicOutput | None) -> AuditResult:
+    """The audit, with every exchange written to TABLE; a failed write stops it (exit 2, no half file)."""
+    if table is None:
+        return audit(paths, options, on_input_error=_error)
+    from .tables import ExchangeWriter
+
+    writer = _writes(table, lambda: ExchangeWriter(table.writing))
+
+    def add(timeline: RequestTimeline, cancelled: CancelledCall | None) -> None:
+        _writes(table, lambda: writer.add(timeline, cancelled))
+
     try:
-        if args.output == "-":
-            write(result, args.format, sys.stdout)
-        else:
-            with open(args.output, "w", encoding="utf-8") as out:
-                write(result, args.format, out)
+        result = audit(paths, options, on_exchange=add, on_input_error=_error)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            writer.close()
+        raise
+    try:
+        _writes(table, writer.close)
+    except OutputError:
+        result.close()
+        raise
+    return result
+
+
+def _writes(out: AtomicOutput, action: Callable[[], T]) -> T:
+    try:
+        return action()
+    except OSError as exc:
+        raise out.error(exc) from None
+
+
+def _write_report(result: AuditResult, fmt: str, out: AtomicOutput | None) -> None:
+    if out is not None:
+        try:
+            with open(out.writing, "w", encoding="utf-8") as handle:
+                write(result, fmt, handle)
+        except OSError as exc:  # also from the close: a full disk shows on the last flush
+            raise out.error(exc) from None
+        return
+    try:
+        write(result, fmt, sys.stdout)
+        sys.stdout.flush()
     except BrokenPipeError:
         # the reader went away (`| head`): not an error; keep Python from complaining at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except OSError as exc:
-        _error(f"{args.output}: cannot write the report: {exc.strerror}")
-        return 2
-    finally:
-        result.close()
-    fail_on = None if args.fail_on == "never" else Severity(args.fail_on)
-    return result.exit_status(fail_on)
+        raise OutputError(f"standard output: cannot write the report: {exc.strerror or exc}") from None
+
+
+def _nothing_read(result: AuditResult, paths: list[str]) -> CancelwireError:
+    """Why the audit read nothing at all, for stderr (the report may go to a file nobody opens)."""
+    if not result.inputs:
+        return CancelwireError(f"nothing to read: no files in {', '.join(paths)}")
+    skipped = sum(1 for i in result.inputs if i.skipped)
+    if skipped == len(result.inputs):
+        return CancelwireError(
+            f"nothing could be read: the {skipped} file(s) found in {', '.join(paths)} are not in a format "
+            "cancelwire reads",
+            "--input-format NAME reads them as one",
+        )
+    return CancelwireError(f"nothing could be read: none of the {len(result.inputs)} input(s) was readable")
 
 
 @contextlib.contextmanager
@@ -205,12 +284,12 @@ def _batch_collector() -> Iterator[None]:
 
 
 def _rules(args: argparse.Namespace) -> int:
-    rules = catalog.load_catalog(args.rules)
+    rules = catalog.load_catalog(args.rules)  # ids and slugs are checked patterns: plain ASCII
     print(f"{'ID':<7} {'SLUG':<34} {'SEVERITY':<22} {'STATUS':<8} REVISIONS")
     for rule in rules:
         severities = sorted({rule.severity(lvl).value for lvl in _all_levels(rule)})
         print(f"{rule.id:<7} {rule.slug:<34} {'/'.join(severities):<22} {rule.status:<8} {', '.join(rule.revisions)}")
-    return 0
+    return ExitStatus.PASSED
 
 
 def _all_levels(rule: catalog.Rule) -> list[Level]:
@@ -248,18 +327,17 @@ def explain_text(rule: catalog.Rule) -> str:
 def _explain(args: argparse.Namespace) -> int:
     for rule in catalog.load_catalog(args.rules):
         if args.rule in (rule.id, rule.slug):
-            sys.stdout.write(explain_text(rule))
-            return 0
-    _error(f"no rule {args.rule!r}; see `cancelwire rules`")
-    return 2
+            sys.stdout.write(_inert_lines(explain_text(rule).rstrip("\n")))
+            return ExitStatus.PASSED
+    raise CancelwireError(f"no rule {args.rule!r}", "see `cancelwire rules`")
 
 
-def _record(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+def _record(args: argparse.Namespace) -> int:
     command = list(args.server)
     if command and command[0] == "--":
         command = command[1:]
     if not command:
-        parser.error("record needs the server command after --, e.g. cancelwire record -- python server.py")
+        raise CancelwireError("record needs the server command after --, e.g. cancelwire record -- python server.py")
     from .recorder import record
 
     return record(command, args.output)

@@ -1,71 +1,147 @@
 """Team settings from `cancelwire.toml` or `[tool.cancelwire]` in `pyproject.toml`.
 
     race-window = 0.1                          # seconds, every vantage
+    hold = 600                                 # seconds a silent cancelled call waits (recording time)
+    max-open = 5000                            # open requests per session before the oldest are flushed
     [verifying-reads]                          # tool → the reads that can check its effect
     transfer_funds = ["get_balance", "resources/read"]
     [disabled]                                 # rule id or slug → why it is off (shown in reports)
     capture-ended-with-stream-open = "our captures always stop mid-session"
 
-Command-line options win over the file.
+The first file found from the working directory upwards is used (`--config FILE` names one,
+`--isolated` uses none); command-line options win over it. A settings file is hostile like any input:
+it is read bounded and never blocks, and every value is checked (a `race-window = nan` would silently
+turn violations into races), with errors that name the file and the key.
 """
 
 from __future__ import annotations
 
-import tomllib
+import math
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .files import key_text, read_toml, shown
+
+#: Settings files are small; a pyproject.toml with a long tool table still fits.
+SETTINGS_LIMIT = 1 << 20
+KEYS = ("race-window", "hold", "max-open", "verifying-reads", "disabled")
+
+
+def seconds_of(value: object) -> float:
+    """A duration: a finite number of seconds, at least 0 (the settings file and the command line)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"must be a number of seconds, not {shown(value)}")
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"must be a finite number of seconds >= 0, not {shown(value)}")
+    return float(value)
+
+
+def count_of(value: object) -> int:
+    """A count that must be at least 1 (`max-open`: 0 would flush every request unjudged)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"must be a whole number, not {shown(value)}")
+    if value < 1:
+        raise ValueError(f"must be at least 1, not {shown(value)}")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
     path: Path | None = None
+    """The settings file these came from; None when none was used."""
     race_window: float | None = None
+    hold: float | None = None
+    max_open: int | None = None
     verifying_reads: dict[str, tuple[str, ...]] = field(default_factory=dict)
     disabled: dict[str, str] = field(default_factory=dict)
 
+    def values(self) -> list[tuple[str, str]]:
+        """Every setting the file sets, as (key, value) text for the report."""
+        out = [
+            (key, f"{value:g}")
+            for key, value in (("race-window", self.race_window), ("hold", self.hold), ("max-open", self.max_open))
+            if value is not None
+        ]
+        out += [(f"verifying-reads.{tool}", ", ".join(reads)) for tool, reads in self.verifying_reads.items()]
+        out += [(f"disabled.{rule}", reason) for rule, reason in self.disabled.items()]
+        return out
+
 
 def find_settings(start: Path) -> Settings:
-    """The first cancelwire.toml or pyproject.toml with [tool.cancelwire] in START or its parents."""
+    """The first cancelwire.toml, or pyproject.toml with [tool.cancelwire], in START or its parents.
+
+    Whatever stands at those names is read (and refused clearly when it is not a regular file), never
+    silently passed over: a settings file that vanished from the search would change verdicts unseen.
+    """
     for folder in (start, *start.parents):
         own = folder / "cancelwire.toml"
-        if own.is_file():
-            return parse(own, _load(own))
+        if os.path.lexists(own):
+            return load_settings(own)
         project = folder / "pyproject.toml"
-        if project.is_file():
-            table = _load(project).get("tool", {}).get("cancelwire")
-            if isinstance(table, dict):
-                return parse(project, table)
+        if os.path.lexists(project):
+            tool = read_toml(project, limit=SETTINGS_LIMIT, what="settings", error=ConfigError).get("tool")
+            if isinstance(tool, dict) and "cancelwire" in tool:
+                return parse(project, tool["cancelwire"], "tool.cancelwire.")
     return Settings()
 
 
-def _load(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read settings: {exc}") from exc
+def load_settings(path: Path) -> Settings:
+    """`--config FILE`: a cancelwire.toml, or a pyproject.toml holding [tool.cancelwire]."""
+    data = read_toml(path, limit=SETTINGS_LIMIT, what="settings", error=ConfigError)
+    if path.name != "pyproject.toml":
+        return parse(path, data, "")
+    tool = data.get("tool")
+    if not isinstance(tool, dict) or "cancelwire" not in tool:
+        raise ConfigError(f"{path}: has no [tool.cancelwire] table")
+    return parse(path, tool["cancelwire"], "tool.cancelwire.")
 
 
-def parse(path: Path, table: dict[str, Any]) -> Settings:
-    unknown = set(table) - {"race-window", "verifying-reads", "disabled"}
+def parse(path: Path, table: Any, prefix: str) -> Settings:
+    """Check every key and value; PREFIX is where the table sits in the file (for error messages)."""
+
+    def fail(key: str, problem: str) -> ConfigError:
+        return ConfigError(f"{path}: {prefix}{key}: {problem}")
+
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: {prefix.rstrip('.') or 'the file'} must be a table, not {shown(table)}")
+    unknown = sorted(set(table) - set(KEYS))
     if unknown:
         raise ConfigError(
-            f"{path}: unknown setting(s) {', '.join(sorted(unknown))}",
-            "allowed: race-window, verifying-reads, disabled",
+            f"{path}: {prefix}{key_text(unknown[0])}: unknown setting", f"the settings are: {', '.join(KEYS)}"
         )
-    window = table.get("race-window")
-    if window is not None and (not isinstance(window, int | float) or isinstance(window, bool) or window < 0):
-        raise ConfigError(f"{path}: race-window must be a number of seconds >= 0")
+    numbers: dict[str, Any] = {}
+    for key, check in (("race-window", seconds_of), ("hold", seconds_of), ("max-open", count_of)):
+        if key in table:
+            try:
+                numbers[key] = check(table[key])
+            except ValueError as exc:
+                raise fail(key, str(exc)) from None
     reads: dict[str, tuple[str, ...]] = {}
-    for tool, value in (table.get("verifying-reads") or {}).items():
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f'{path}: verifying-reads.{tool} must be a list of tool names or "resources/read"')
+    for tool, value in _table(table, "verifying-reads", fail).items():
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise fail(f"verifying-reads.{key_text(tool)}", 'must be a list of tool names or "resources/read"')
         reads[tool] = tuple(value)
     disabled: dict[str, str] = {}
-    for rule, reason in (table.get("disabled") or {}).items():
+    for rule, reason in _table(table, "disabled", fail).items():
         if not isinstance(reason, str) or not reason.strip():
-            raise ConfigError(f"{path}: disabled.{rule} needs the reason as a string")
+            raise fail(f"disabled.{key_text(rule)}", "needs the reason it is off, as text")
         disabled[rule] = reason
-    return Settings(path, float(window) if window is not None else None, reads, disabled)
+    return Settings(
+        path=path,
+        race_window=numbers.get("race-window"),
+        hold=numbers.get("hold"),
+        max_open=numbers.get("max-open"),
+        verifying_reads=reads,
+        disabled=disabled,
+    )
+
+
+def _table(table: dict[str, Any], key: str, fail: Callable[[str, str], ConfigError]) -> dict[str, Any]:
+    value = table.get(key, {})
+    if not isinstance(value, dict):
+        raise fail(key, f"must be a table, not {shown(value)}")
+    return value

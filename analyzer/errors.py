@@ -5,10 +5,13 @@
     │   ├── UnknownFormatError  no reader claims the content
     │   └── ToolMissingError    an external tool (tshark) is not installed
     ├── RuleFileError     a rule file in rules/ or --rules DIR is invalid
-    └── ConfigError       cancelwire.toml / [tool.cancelwire] is invalid
+    ├── ConfigError       cancelwire.toml / [tool.cancelwire] is invalid
+    └── OutputError       a report or table cannot be written, or would overwrite an input
 
 Problems inside an input (a bad line, a truncated frame) are never raised: readers yield an
-`Anomaly` and go on. The CLI catches only `CancelwireError`, so a bug still shows a traceback.
+`Anomaly` and go on. The CLI reports a `CancelwireError` as a usage or input error (exit 2); any
+other exception is a bug in cancelwire and gets its own exit status (3) and one line saying what to
+report, so a CI job never mistakes a crash for findings.
 Messages follow "PATH[:LINE|#FRAME]: what is wrong; what to do".
 """
 
@@ -47,3 +50,7 @@ class ConfigError(CancelwireError):
 
 class ToolMissingError(InputError):
     pass
+
+
+class OutputError(CancelwireError):
+    """A report or exchange table cannot be written, or would overwrite one of the inputs."""

@@ -4,13 +4,65 @@ never depends on how the inputs were read."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
 
 from .catalog import Rule
 from .engine import Skip
 from .model import CancelledCall, Finding, Session, Severity
 from .spool import SortedSpool, Spool
+
+
+class ExitStatus(IntEnum):
+    """What `cancelwire` exits with; a CI job tells each apart."""
+
+    PASSED = 0
+    """Nothing at or above the gate (`--fail-on`)."""
+    FINDINGS = 1
+    """At least one finding at or above the gate."""
+    USAGE = 2
+    """A usage error, a bad settings or rule file, an output that cannot be written, or nothing readable."""
+    INTERNAL = 3
+    """A bug in cancelwire (never a verdict on the recordings)."""
+    INTERRUPTED = 130
+    """Ctrl-C (128 + SIGINT)."""
+    TERMINATED = 143
+    """SIGTERM (128 + SIGTERM), after cleaning up."""
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One value that is not the default, and who set it."""
+
+    name: str
+    """As in the settings file: `race-window`, `disabled.SLUG`, ..."""
+    value: str
+    source: str
+    """The settings file's path, or `command line`."""
+
+
+@dataclass(frozen=True, slots=True)
+class HowMade:
+    """How the report was made, so a reader can tell what the verdicts rest on (every format shows it)."""
+
+    version: str
+    generated: float
+    """When the audit finished, epoch seconds (UTC)."""
+    settings_file: str | None
+    """The settings file used, or None."""
+    settings: tuple[Setting, ...]
+    """Every value the settings file or the command line changed."""
+    race_windows: Mapping[str, float]
+    """Vantage → the race window in force, seconds."""
+    hold_seconds: float
+    max_open: int
+    protocol: str | None
+    """`--protocol`, or None when each session's own revision was used."""
+    vantage: str | None
+    """`--vantage`, or None when each format's own was used."""
+    rule_dirs: tuple[str, ...] = ()
+    preview: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,17 +115,20 @@ class AuditResult:
     """Rule slug → why it did not run (not selected, preview, disabled in config)."""
     unruled_anomalies: dict[str, int]
     rules: tuple[Rule, ...]
+    made: HowMade | None = field(default=None)
+    """How the audit was run (settings, windows, limits); None only for hand-built results."""
 
     @property
     def readable(self) -> bool:
         return any(i.error is None and i.skipped is None for i in self.inputs)
 
-    def exit_status(self, fail_on: Severity | None) -> int:
+    def exit_status(self, fail_on: Severity | None) -> ExitStatus:
         if not self.readable:
-            return 2
+            return ExitStatus.USAGE
         if fail_on is None:
-            return 0
-        return 1 if any(Severity(name).rank >= fail_on.rank for name in self.findings.by_severity) else 0
+            return ExitStatus.PASSED
+        failed = any(Severity(name).rank >= fail_on.rank for name in self.findings.by_severity)
+        return ExitStatus.FINDINGS if failed else ExitStatus.PASSED
 
     def close(self) -> None:
         """Remove the on-disk parts (cancellations and findings); the result is empty afterwards."""

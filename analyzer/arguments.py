@@ -1,0 +1,162 @@
+"""The `cancelwire` command line: its parser and the checks on each value (cli.py runs the commands).
+
+Numbers are checked here as argparse types, so `--race-window nan`, `--hold -1` or `--max-open 0` is a
+usage error (exit 2) that names the option, the same checks the settings file gets (config.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from . import __version__
+from .config import count_of, seconds_of
+from .model import REVISIONS, Vantage
+from .readers import reader_names
+from .reconstruct import DEFAULT_MAX_OPEN, ReconstructOptions
+from .report import FORMATS
+
+#: Frame numbers are 32-bit in pcap/pcapng tools (tshark's frame.number is a uint32).
+MAX_FRAME = 2**32 - 1
+N = TypeVar("N", int, float)
+
+
+def _number(parse: Callable[[str], N], check: Callable[[N], N], what: str) -> Callable[[str], N]:
+    """An argparse type that parses TEXT and applies the settings file's check to it."""
+
+    def convert(text: str) -> N:
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+        try:
+            return check(value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return convert
+
+
+_seconds = _number(float, seconds_of, "a number of seconds")
+_count = _number(int, count_of, "a whole number")
+
+
+def _ranged(low: int, high: int, what: str) -> Callable[[str], int]:
+    def convert(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{what} runs from {low} to {high}, not {value}")
+        return value
+
+    return convert
+
+
+def _revision(text: str) -> str:
+    if text not in REVISIONS:
+        raise argparse.ArgumentTypeError(f"unknown revision {text!r}; one of {', '.join(REVISIONS)}")
+    return text
+
+
+def _table(text: str) -> Path:
+    path = Path(text)
+    if path.suffix not in (".csv", ".parquet"):
+        raise argparse.ArgumentTypeError("needs a .csv or .parquet file name")
+    return path
+
+
+def _debug(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument(
+        "--debug", action="store_true", default=default, help="show the traceback of an internal error (a bug)"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cancelwire", description="Audit recorded MCP sessions for what happens around cancellation."
+    )
+    parser.add_argument("--version", action="version", version=f"cancelwire {__version__}")
+    _debug(parser, False)
+    sub = parser.add_subparsers(dest="command", required=True)
+    _audit_parser(sub.add_parser("audit", help="audit recordings (transcripts, host logs, pcap/pcapng)"))
+    for name, text in (("rules", "list the rule catalogue"), ("explain", "show one rule's documentation")):
+        p = sub.add_parser(name, help=text)
+        if name == "explain":
+            p.add_argument("rule", metavar="SLUG|ID")
+        p.add_argument("--rules", action="append", type=Path, default=[], metavar="DIR")
+        _debug(p, argparse.SUPPRESS)
+
+    f = sub.add_parser("frame", help="show one capture frame in full (what a finding's #N points at)")
+    f.add_argument("capture", type=Path, metavar="CAPTURE")
+    f.add_argument("number", type=_ranged(1, MAX_FRAME, "a frame number"), metavar="N")
+    _debug(f, argparse.SUPPRESS)
+
+    r = sub.add_parser("record", help="run a stdio MCP server and record its traffic as a transcript")
+    r.add_argument("-o", "--output", type=Path, metavar="FILE", help="transcript path")
+    r.add_argument("server", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS...")
+    return parser
+
+
+def _audit_parser(a: argparse.ArgumentParser) -> None:
+    a.add_argument("paths", nargs="+", metavar="PATH", help="files or directories ('-' for stdin); .gz accepted")
+    a.add_argument("--format", choices=FORMATS, default="text", help="report format (default: text)")
+    a.add_argument("-o", "--output", metavar="FILE", default="-", help="write the report here (default: stdout)")
+    a.add_argument(
+        "--fail-on",
+        choices=["error", "warning", "info", "never"],
+        default="error",
+        help="exit 1 when a finding is at or above this severity (default: error)",
+    )
+    a.add_argument(
+        "--protocol", type=_revision, metavar="REVISION", help=f"judge under this revision ({', '.join(REVISIONS)})"
+    )
+    a.add_argument(
+        "--vantage",
+        choices=[v.value for v in Vantage if v not in (Vantage.WIRE, Vantage.UNKNOWN)],
+        help="where the recording was made, overriding the format's own",
+    )
+    a.add_argument(
+        "--race-window",
+        type=_seconds,
+        metavar="SECONDS",
+        help="a reply this soon after a cancel counts as a race (default per vantage; see README)",
+    )
+    a.add_argument(
+        "--rules", action="append", type=Path, default=[], metavar="DIR", help="extra rule files (*.toml); repeatable"
+    )
+    a.add_argument("--select", action="append", default=[], metavar="RULE", help="run only these rules (id or slug)")
+    a.add_argument("--ignore", action="append", default=[], metavar="RULE", help="do not run this rule")
+    a.add_argument("--preview", action="store_true", help="also run preview rules")
+    a.add_argument("--input-format", choices=reader_names(), help="skip detection and read every input as this")
+    a.add_argument(
+        "--http-port",
+        action="append",
+        type=_ranged(1, 65535, "a TCP port"),
+        default=[],
+        metavar="N",
+        help="captures: decode this TCP port as HTTP",
+    )
+    a.add_argument("--keylog", type=Path, metavar="FILE", help="captures: TLS key log (SSLKEYLOGFILE format)")
+    a.add_argument(
+        "--hold",
+        type=_seconds,
+        metavar="SECONDS",
+        help="how long (recording time) a silent cancelled call waits for a late reply or a verifying read "
+        f"(default {ReconstructOptions().hold_seconds:g})",
+    )
+    a.add_argument(
+        "--max-open",
+        type=_count,
+        metavar="N",
+        help=f"open requests per session before the oldest are flushed unjudged (default {DEFAULT_MAX_OPEN})",
+    )
+    a.add_argument(
+        "--exchanges", type=_table, metavar="FILE.csv|FILE.parquet", help="also export every exchange as a table"
+    )
+    a.add_argument("--config", type=Path, metavar="FILE", help="settings file to use instead of the one found")
+    a.add_argument("--isolated", action="store_true", help="use no settings file")
+    _debug(a, argparse.SUPPRESS)
