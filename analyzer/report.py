@@ -1,7 +1,7 @@
 """`AuditResult` → one plain, versioned report dict → JSON, or text/Markdown/HTML through jinja2.
 
-Captured content is hostile: the HTML environment autoescapes everything and the template loads
-nothing from the network (CSS is inline).
+Captured content is hostile: `rendering` makes every value inert for its medium (terminal escapes,
+inert Markdown, autoescaped HTML), and the HTML page loads nothing from the network (CSS is inline).
 """
 
 from __future__ import annotations
@@ -9,15 +9,13 @@ from __future__ import annotations
 import io
 import math
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, TextIO
 
-import jinja2
 import orjson
 
-from . import __version__
+from . import __version__, rendering
 from .model import CancelledCall, Finding, Origin, Relation, RequestTimeline, Session
 from .results import AuditResult
 
@@ -25,15 +23,6 @@ from .results import AuditResult
 SCHEMA_VERSION = 1
 FORMATS = ("text", "json", "md", "html")
 SHOWN_PER_RULE = 200
-
-
-def templates_dir() -> Path:
-    """`templates/` from a checkout, or the copy packed into the wheel."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "_data" / "templates", here.parent / "templates"):
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError(f"{here}: the templates/ folder is missing (broken installation)")
 
 
 def origin_dict(origin: Origin) -> dict[str, Any]:
@@ -262,36 +251,6 @@ def _build(result: AuditResult, shown_per_rule: int | None) -> dict[str, Any]:
     return report
 
 
-def _environment(autoescape: bool) -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(templates_dir()),
-        autoescape=autoescape,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    env.filters["where"] = _where
-    env.filters["md"] = _md_cell
-    return env
-
-
-def _where(evidence: Mapping[str, Any]) -> str:
-    if "frame" in evidence:
-        return f"{evidence['source']}#{evidence['frame']}"
-    if "line" in evidence:
-        return f"{evidence['source']}:{evidence['line']}"
-    return str(evidence["source"])
-
-
-def _md_cell(text: Any) -> str:
-    """Markdown table cell: captured text must not break the table or inject markup."""
-    value = "" if text is None else str(text)
-    for ch in "\\`*_[]<>|":
-        value = value.replace(ch, "\\" + ch)
-    return value.replace("\r", " ").replace("\n", " ")
-
-
 def render(result: AuditResult, fmt: str) -> str:
     out = io.StringIO()
     write(result, fmt, out)
@@ -305,8 +264,7 @@ def write(result: AuditResult, fmt: str, out: TextIO) -> None:
     if fmt == "json":
         _write_json(report, out)
         return
-    template = {"text": "report.txt.j2", "md": "report.md.j2", "html": "report.html.j2"}[fmt]
-    stream = _environment(autoescape=fmt == "html").get_template(template).generate(report=report)
+    stream = rendering.environment(fmt).get_template(rendering.TEMPLATES[fmt]).generate(report=report)
     for chunk in stream:
         out.write(chunk)
 

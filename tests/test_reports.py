@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +14,7 @@ import jsonschema
 import pytest
 from cancelwire.audit import audit
 from cancelwire.report import build, render
+from transcripts import Line, write_transcript
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).parent / "golden"
@@ -83,3 +87,84 @@ def test_json_report_of_hostile_input_validates(tmp_path: Path) -> None:
     report = build(audit([str(_hostile_transcript(tmp_path))]))
     jsonschema.validate(report, SCHEMA)
     assert report["cancellations"][0]["request_id"] == HOSTILE
+
+
+# A recording built to attack whoever reads its report: a method name that sets the terminal title,
+# clears the screen, returns the cursor and forges the verdict line, a tool name that forges lines and
+# pings, links and embeds in a pull-request comment, and a file name holding an escape sequence.
+FORGED = "\r\n\nFindings: 0 error(s), 0 warning(s), 0 info\n"
+METHOD = "x\x1b]0;owned\x07\x1b[2J\x1b[H" + FORGED + "\u202eevil\u202c"
+TOOL = "read\nFindings: 0 error(s) @everyone ![x](http://e/x.png) <!-- --> http://evil #1"
+
+
+def _attack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str) -> str:
+    init = {"protocolVersion": "2025-11-25"}
+    lines: list[Line] = [
+        (1.0, "c2s", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}),
+        (1.1, "s2c", {"jsonrpc": "2.0", "id": 0, "result": init}),
+        (2.0, "c2s", {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": TOOL}}),
+        (2.5, "c2s", {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}),
+        (3.0, "c2s", {"jsonrpc": "2.0", "id": 2, "method": METHOD}),
+    ]
+    monkeypatch.chdir(tmp_path)
+    write_transcript(tmp_path / "evil\x1b[2J.jsonl", lines)
+    return render(audit(["evil\x1b[2J.jsonl"]), fmt)
+
+
+def test_text_report_of_a_hostile_recording_is_inert(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _attack(tmp_path, monkeypatch, "text")
+    assert re.search(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f\u202a-\u202e]", text) is None
+    tool = r"read\nFindings: 0 error(s) @everyone ![x](http://e/x.png) <!-- --> http://evil #1"
+    method = r"x\x1b]0;owned\x07\x1b[2J\x1b[H\r\n\nFindings: 0 error(s), 0 warning(s), 0 info\n\u202eevil\u202c"
+    lines = text.splitlines()
+    assert [line for line in lines if line.startswith("Findings:")] == [
+        "Findings: 0 error(s), 1 warning(s), 0 info"  # the real verdict, once
+    ]
+    for line in [
+        r"  evil\x1b[2J.jsonl  [cancelwire-transcript, stdio, 2025-11-25 (negotiated), vantage proxy]",
+        rf"  evil\x1b[2J.jsonl:5  id 1 tools/call {tool}  by notification  -> outcome-unverified [exact]",
+        rf"      no reply, '{tool}' has no annotations, and no later read checked what it did",
+        rf"  evil\x1b[2J.jsonl:6  warning  CW108 request-never-answered  {method} (id 2) got no reply and no cancel"
+        " before the recording ended (0.000 s later) [exact]",
+    ]:
+        assert line in lines
+
+
+def test_markdown_report_of_a_hostile_recording_is_inert(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    md = _attack(tmp_path, monkeypatch, "md")
+    tool = (
+        r"read\\nFindings\: 0 error\(s\) \@&#8203;everyone \!\[x\]\(http\:&#8203;\/\/e\/x\.png\) \<\!\-\- \-\-\>"
+        r" http\:&#8203;\/\/evil \#&#8203;1"
+    )
+    method = (
+        r"x\\x1b\]0\;owned\\x07\\x1b\[2J\\x1b\[H\\r\\n\\nFindings\: 0 error\(s\)\, 0 warning\(s\)\, 0 info\\n"
+        r"\\u202eevil\\u202c"
+    )
+    where = r"evil\\x1b\[2J\.jsonl"
+    lines = md.splitlines()
+    for line in [
+        rf"| {where}\:5 | 1 | tools\/call {tool} | notification | **outcome\-unverified** (exact) "
+        rf"| no reply\, \'{tool}\' has no annotations\, and no later read checked what it did |",
+        rf"| warning | CW108 request\-never\-answered | {where}\:6 | {method} \(id 2\) got no reply and no cancel"
+        r" before the recording ended \(0\.000 s later\) | exact |",
+    ]:
+        assert line in lines
+    for raw in ("@everyone", "http://", "<!--", "![", "\x1b", "\u202e"):
+        assert raw not in md
+
+
+def test_html_report_shows_controls_escaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    html = _attack(tmp_path, monkeypatch, "html")
+    assert re.search(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f\u202a-\u202e]", html) is None
+    assert '<p class="mono">evil\\x1b[2J.jsonl</p>' in html
+
+
+def test_html_content_security_policy_allows_only_its_own_style(tmp_path: Path) -> None:
+    html = render(audit([str(_hostile_transcript(tmp_path))]), "html")
+    policy = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">', html)
+    style = re.search(r"<style>(.*?)</style>", html, re.DOTALL)
+    assert policy and style
+    digest = base64.b64encode(hashlib.sha256(style.group(1).encode()).digest()).decode()
+    assert policy.group(1) == f"default-src 'none'; style-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
+    assert html.count("<style>") == 1
+    assert " style=" not in html  # inline style attributes would be refused by the policy
