@@ -9,9 +9,9 @@ from __future__ import annotations
 import io
 import math
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import Any, Generic, TextIO, TypeVar
 
 import orjson
 
@@ -23,6 +23,9 @@ from .results import AuditResult
 SCHEMA_VERSION = 1
 FORMATS = ("text", "json", "md", "html")
 SHOWN_PER_RULE = 200
+SHOWN_PER_OUTCOME = 200
+
+T = TypeVar("T")
 
 
 def origin_dict(origin: Origin) -> dict[str, Any]:
@@ -159,58 +162,62 @@ def _unjudged(result: AuditResult) -> list[str]:
     return notes
 
 
-class _Streamed:
+class _Listed(Generic[T]):
     """A list of the report converted one item at a time from the audit's spools (re-iterable), so
-    memory follows one item, not all of them."""
+    memory follows one item, not all of them: every item, or for the reports people read the first
+    `per_key` of each key (rule for findings, outcome for cancelled calls)."""
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        raise NotImplementedError
-
-    def __len__(self) -> int:
-        raise NotImplementedError
-
-
-class _Cancellations(_Streamed):
-    def __init__(self, result: AuditResult) -> None:
-        self.result = result
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return (_cancellation(c) for c in self.result.cancellations)
-
-    def __len__(self) -> int:
-        return len(self.result.cancellations)
-
-
-class _Findings(_Streamed):
-    """Every finding, or for the reports people read the first `per_rule` of each rule."""
-
-    def __init__(self, result: AuditResult, per_rule: int | None) -> None:
-        self.result = result
-        self.per_rule = per_rule
+    def __init__(
+        self,
+        items: Iterable[T],
+        convert: Callable[[T], dict[str, Any]],
+        key: Callable[[T], str],
+        counts: Mapping[str, int],
+        per_key: int | None,
+    ) -> None:
+        self.items, self.convert, self.key, self.counts, self.per_key = items, convert, key, counts, per_key
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         shown: Counter[str] = Counter()
-        for finding in self.result.findings:
-            shown[finding.rule] += 1
-            if self.per_rule is None or shown[finding.rule] <= self.per_rule:
-                yield _finding(finding)
+        left = len(self)
+        for item in self.items:
+            if not left:
+                break  # every key has shown all it may: the rest of the spool need not be read
+            key = self.key(item)
+            shown[key] += 1
+            if self.per_key is None or shown[key] <= self.per_key:
+                left -= 1
+                yield self.convert(item)
 
     def __len__(self) -> int:
-        by_rule = self.result.findings.by_rule.values()
-        return sum(by_rule) if self.per_rule is None else sum(min(n, self.per_rule) for n in by_rule)
+        return sum(min(n, self.per_key) if self.per_key is not None else n for n in self.counts.values())
+
+    def not_shown(self) -> dict[str, int]:
+        """Key → how many items of that key are not listed."""
+        per_key = self.per_key
+        return {} if per_key is None else {k: n - per_key for k, n in sorted(self.counts.items()) if n > per_key}
 
 
 def build(result: AuditResult) -> dict[str, Any]:
     """The whole report as plain data (every list included: for tests and small audits)."""
-    report = _build(result, None)
+    report = _build(result, capped=False)
     report["cancellations"] = list(report["cancellations"])
     report["findings"] = list(report["findings"])
     return report
 
 
-def _build(result: AuditResult, shown_per_rule: int | None) -> dict[str, Any]:
-    """`shown_per_rule`: how many findings of each rule to list (None: all, as JSON does)."""
+def _build(result: AuditResult, capped: bool) -> dict[str, Any]:
+    """`capped`: list the first `SHOWN_PER_RULE` findings of each rule and `SHOWN_PER_OUTCOME` cancelled
+    calls of each outcome, for the reports people read (JSON lists all)."""
     counts = result.counts()
+    findings = _Listed(result.findings, _finding, lambda f: f.rule, counts["rule"], SHOWN_PER_RULE if capped else None)
+    cancellations = _Listed(
+        result.cancellations,
+        _cancellation,
+        lambda c: c.outcome.value,
+        counts["outcome"],
+        SHOWN_PER_OUTCOME if capped else None,
+    )
     report = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "cancelwire", "version": __version__},
@@ -226,8 +233,8 @@ def _build(result: AuditResult, shown_per_rule: int | None) -> dict[str, Any]:
             for i in result.inputs
         ],
         "sessions": [_session(s) for s in result.sessions],
-        "cancellations": _Cancellations(result),
-        "findings": _Findings(result, shown_per_rule),
+        "cancellations": cancellations,
+        "findings": findings,
         "rules": [{"id": r.id, "rule": r.slug, "rev": r.rev, "summary": r.summary} for r in result.rules],
         "disabled_rules": [{"rule": k, "reason": v} for k, v in sorted(result.disabled.items())],
         "unjudged": _unjudged(result),
@@ -244,10 +251,9 @@ def _build(result: AuditResult, shown_per_rule: int | None) -> dict[str, Any]:
             "by_rule": dict(sorted(counts["rule"].items())),
         },
     }
-    if shown_per_rule is not None:
-        report["findings_not_shown"] = {
-            rule: n - shown_per_rule for rule, n in sorted(counts["rule"].items()) if n > shown_per_rule
-        }
+    if capped:
+        report["findings_not_shown"] = findings.not_shown()
+        report["cancellations_not_shown"] = cancellations.not_shown()
     return report
 
 
@@ -259,8 +265,9 @@ def render(result: AuditResult, fmt: str) -> str:
 
 def write(result: AuditResult, fmt: str, out: TextIO) -> None:
     """Write the report as it is produced: memory follows one cancelled call or finding, not all of them.
-    The reports people read list the first `SHOWN_PER_RULE` findings of each rule; JSON lists all."""
-    report = _build(result, None if fmt == "json" else SHOWN_PER_RULE)
+    The reports people read list the first `SHOWN_PER_RULE` findings of each rule and `SHOWN_PER_OUTCOME`
+    cancelled calls of each outcome, and say how many more there are; JSON lists all."""
+    report = _build(result, capped=fmt != "json")
     if fmt == "json":
         _write_json(report, out)
         return
@@ -278,7 +285,7 @@ def _write_json(report: dict[str, Any], out: TextIO) -> None:
     out.write("{\n")
     for position, (key, value) in enumerate(report.items()):
         out.write(f'  "{key}": ')
-        if isinstance(value, _Streamed):
+        if isinstance(value, _Listed):
             out.write("[")
             for index, item in enumerate(value):
                 out.write(("," if index else "") + "\n    " + dump(item, "    "))

@@ -12,6 +12,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from cancelwire import report
 from cancelwire.audit import audit
 from cancelwire.report import build, render
 from transcripts import Line, write_transcript
@@ -168,3 +169,48 @@ def test_html_content_security_policy_allows_only_its_own_style(tmp_path: Path) 
     assert policy.group(1) == f"default-src 'none'; style-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
     assert html.count("<style>") == 1
     assert " style=" not in html  # inline style attributes would be refused by the policy
+
+
+def _many_cancels(tmp_path: Path, calls: int) -> Path:
+    """`calls` cancelled tools/call requests; every third one still gets its result (late-result-violation),
+    the others get nothing (outcome-unverified)."""
+    init = {"protocolVersion": "2025-11-25"}
+    lines: list[Line] = [
+        (0.0, "c2s", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}),
+        (0.1, "s2c", {"jsonrpc": "2.0", "id": 0, "result": init}),
+    ]
+    for i in range(1, calls + 1):
+        lines.append((float(i), "c2s", {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "t"}}))
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": i}}
+        lines.append((i + 0.1, "c2s", cancel))
+        if i % 3 == 0:
+            lines.append((i + 0.2, "s2c", {"jsonrpc": "2.0", "id": i, "result": {}}))
+    return write_transcript(tmp_path / "many.jsonl", lines)
+
+
+def test_reports_people_read_list_the_first_cancelled_calls_of_each_outcome(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(report, "SHOWN_PER_OUTCOME", 4)
+    result = audit([str(_many_cancels(tmp_path, 30))])
+    document = json.loads(render(result, "json"))
+    assert sorted(c["request_id"] for c in document["cancellations"]) == list(range(1, 31))
+    assert "cancellations_not_shown" not in document
+
+    text = render(result, "text")
+    listed = re.findall(r"^  \S+:\d+  id (\d+) tools/call t  by notification  -> (\S+) ", text, re.MULTILINE)
+    assert sorted(listed) == sorted(
+        [(str(i), "outcome-unverified") for i in (1, 2, 4, 5)]
+        + [(str(i), "late-result-violation") for i in (3, 6, 9, 12)]
+    )
+    more = "cancelled call(s) not listed here (--format json lists every one)"
+    assert f"  ... and 6 more late-result-violation {more}\n  ... and 16 more outcome-unverified {more}\n" in text
+
+    html = render(result, "html")
+    assert html.count('<tr><td class="mono"><a href="#cancel-') == 8
+    assert html.count('<h3 id="cancel-') == 8  # timelines of the listed calls only
+    assert "<p>… and 16 more outcome-unverified cancelled calls not listed here" in html
+
+    md = render(result, "md")
+    assert len(re.findall(r"^\| \S*many\\\.jsonl\\:\d+ \| \d+ \| tools\\/call t \|", md, re.MULTILINE)) == 8
+    assert "… and 16 more outcome\\-unverified cancelled calls not listed here" in md
