@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import __version__, outcomes
-from .catalog import Rule, load_catalog
+from .catalog import Rule, RuleStatus, load_catalog
 from .engine import Engine
 from .errors import CancelwireError, InputError, UnknownFormatError
 from .model import Anomaly, CancelledCall, Event, RequestTimeline, Session
@@ -66,13 +66,13 @@ def select_rules(catalog: tuple[Rule, ...], options: AuditOptions) -> tuple[list
             raise CancelwireError(f"unknown rule {name!r}", "see `cancelwire rules` for ids and slugs")
     for rule in catalog:
         names = {rule.id, rule.slug}
-        if rule.status == "removed":
+        if rule.status is RuleStatus.REMOVED:
             continue
         if options.select and not names & options.select:
             disabled[rule.slug] = "not selected"
         elif names & set(options.ignore):
             disabled[rule.slug] = next(options.ignore[n] for n in names if n in options.ignore)
-        elif rule.status == "preview" and not options.preview and not options.select:
+        elif rule.status is RuleStatus.PREVIEW and not options.preview and not options.select:
             disabled[rule.slug] = "preview rule (run with --preview)"
         else:
             chosen.append(rule)

@@ -1,26 +1,40 @@
 """The rule catalogue: find, load and validate `rules/*.toml` (and `--rules DIR`) into `Rule`s.
 
 A bad rule file is an error (`RuleFileError`, exit 2), never skipped: rules must not vanish unnoticed.
-The schema and the condition vocabulary are documented in `rules/README.md`.
+The schema and the condition vocabulary are documented in `rules/README.md`. Rule files from `--rules
+DIR` are a user's files and as hostile as any input: they are read bounded, regular files only and
+without blocking (files.read_toml), and a message template may hold only the plain placeholders below:
+a format spec such as `{method:999999999}` would cost gigabytes each time a finding is written.
 """
 
 from __future__ import annotations
 
 import re
 import string
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from .config import seconds_of
 from .errors import RuleFileError
-from .model import REVISIONS, EntryKind, Level, Outcome, Revision, Severity, Transport, Vantage
+from .files import data_dir, key_text, read_toml, shown
+from .model import (
+    REVISIONS,
+    CancelMechanism,
+    EntryKind,
+    Level,
+    Outcome,
+    Revision,
+    Severity,
+    Transport,
+    Vantage,
+)
 
 PLACEHOLDERS = frozenset({"method", "request_id", "tool", "gap", "sender", "receiver", "revision"})
-STATUSES = ("preview", "stable", "deprecated", "removed")
-FIRINGS = ("once-per-request", "once-per-session", "once-per-input")
-TIMINGS = ("late", "crossing")
+#: The largest rule file read; the biggest built-in is under 3 KiB.
+RULE_FILE_LIMIT = 256 * 1024
 ID_PATTERN = re.compile(r"^[A-Z]{2,8}[0-9]{3,4}$")
 SLUG_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 BUILTIN_RANGES = {"1": "cancellation", "2": "transport", "3": "json-rpc hygiene", "4": "session", "9": "input"}
@@ -29,6 +43,54 @@ LEVEL_ORDER = {Level.MAY: 0, Level.SHOULD: 1, Level.MUST: 2}
 DOC_KEYS = ("what", "why", "example", "fix")
 WHERE_KEYS = ("method", "tool_effect", "vantage", "transport", "outcome", "stream")
 TOOL_EFFECTS = ("read-only", "side-effecting", "unknown", "none")
+E = TypeVar("E", bound=StrEnum)
+
+
+class RuleStatus(StrEnum):
+    PREVIEW = "preview"
+    """Runs only with --preview (or when selected by name)."""
+    STABLE = "stable"
+    DEPRECATED = "deprecated"
+    REMOVED = "removed"
+    """A stub that keeps the id from being reused; never runs."""
+
+
+class Firing(StrEnum):
+    """How matches are grouped into findings."""
+
+    ONCE_PER_REQUEST = "once-per-request"
+    ONCE_PER_SESSION = "once-per-session"
+    ONCE_PER_INPUT = "once-per-input"
+
+
+class Timing(StrEnum):
+    """Pair shape: how the `then` event stands to the `after` event (tagged once in reconstruction)."""
+
+    LATE = "late"
+    """Left after the `after` event reached its receiver."""
+    CROSSING = "crossing"
+    """May have passed it in flight."""
+
+
+class Shape(StrEnum):
+    ANOMALY = "anomaly"
+    EVENT = "event"
+    PAIR = "pair"
+    ABSENCE = "absence"
+
+
+class Party(StrEnum):
+    """Which party of a request a selector's event comes from."""
+
+    REQUESTER = "requester"
+    RECEIVER = "receiver"
+
+
+class StreamRelation(StrEnum):
+    """An entry's stream relative to the request's own stream."""
+
+    SAME = "same"
+    OTHER = "other"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,30 +100,28 @@ class Where:
     vantage: frozenset[Vantage] | None = None
     transport: frozenset[Transport] | None = None
     outcome: frozenset[Outcome] | None = None
-    stream: str | None = None
-    """`same` or `other`: the entry's stream relative to the request's own stream."""
+    stream: StreamRelation | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Selector:
     events: frozenset[EntryKind]
-    side: str | None = None
-    """`requester` or `receiver` (of the request), or None for either."""
-    mechanism: str | None = None
-    """`notification` or `disconnect`: the timeline's cancel mechanism."""
+    side: Party | None = None
+    """None for either party."""
+    mechanism: CancelMechanism | None = None
+    """The timeline's cancel mechanism, or None for any."""
     where: Where = Where()
 
 
 @dataclass(frozen=True, slots=True)
 class Condition:
-    shape: str
-    """`anomaly`, `event`, `pair` or `absence`."""
+    shape: Shape
     anomalies: frozenset[str] = frozenset()
     on: Selector | None = None
     after: Selector | None = None
     then: Selector | None = None
     never: Selector | None = None
-    timing: str | None = None
+    timing: Timing | None = None
     within: float | None = None
     """Absence shape: the `never` event must come within this many seconds of the anchor."""
 
@@ -80,7 +140,7 @@ class Rule:
     id: str
     slug: str
     rev: int
-    status: str
+    status: RuleStatus
     since: str
     summary: str
     message: str
@@ -90,7 +150,7 @@ class Rule:
     severity_for: Mapping[Level, Severity]
     severity_reason: str | None
     condition: Condition
-    firing: str
+    firing: Firing
     docs: RuleDocs
     path: Path
     builtin: bool
@@ -125,18 +185,9 @@ def levels_of(value: Level | Mapping[Transport, Level], transport: Transport | N
     return list(value.values())
 
 
-def builtin_rules_dir() -> Path:
-    """`rules/` from a checkout, or the copy packed into the wheel."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "_data" / "rules", here.parent / "rules"):
-        if candidate.is_dir():
-            return candidate
-    raise RuleFileError(f"{here}: the built-in rules/ folder is missing (broken installation); reinstall cancelwire")
-
-
 def load_catalog(extra_dirs: Iterable[Path] = ()) -> tuple[Rule, ...]:
     rules: list[Rule] = []
-    for path in sorted(builtin_rules_dir().glob("*.toml")):
+    for path in sorted(data_dir("rules").glob("*.toml")):
         rules.append(load_rule(path, builtin=True))
     for directory in extra_dirs:
         if not directory.is_dir():
@@ -170,9 +221,12 @@ class _Ctx:
 
     def choice(self, value: Any, allowed: Iterable[str], where: str) -> str:
         options = list(allowed)
-        if value not in options:
-            raise self.fail(where, f"unknown value {value!r}; expected one of {', '.join(options)}")
-        return str(value)
+        if not isinstance(value, str) or value not in options:
+            raise self.fail(where, f"unknown value {shown(value)}; expected one of {', '.join(options)}")
+        return value
+
+    def member(self, value: Any, kind: type[E], where: str) -> E:
+        return kind(self.choice(value, [m.value for m in kind], where))
 
     def choices(self, value: Any, allowed: Iterable[str], where: str) -> frozenset[str]:
         values = value if isinstance(value, list) else [value]
@@ -181,17 +235,13 @@ class _Ctx:
     def unknown_keys(self, table: Mapping[str, Any], allowed: Iterable[str], where: str) -> None:
         extra = set(table) - set(allowed)
         if extra:
-            raise self.fail(where or "top level", f"unknown key(s) {', '.join(sorted(extra))}")
+            names = ", ".join(key_text(k) for k in sorted(extra)[:5]) + (" ..." if len(extra) > 5 else "")
+            raise self.fail(where or "top level", f"unknown key(s) {names}")
 
 
 def load_rule(path: Path, *, builtin: bool) -> Rule:
     ctx = _Ctx(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise RuleFileError(f"{path}: not valid TOML: {exc}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RuleFileError(f"{path}: cannot read: {exc}") from exc
+    data = read_toml(path, limit=RULE_FILE_LIMIT, what="rule", error=RuleFileError)
     ctx.unknown_keys(
         data,
         ("id", "slug", "rev", "status", "since", "summary", "message", "spec", "severity", "when", "docs", "firing"),
@@ -211,13 +261,10 @@ def load_rule(path: Path, *, builtin: bool) -> Rule:
     if path.name != expected_name:
         raise ctx.fail("file name", f"must be {expected_name}")
     rev = data.get("rev")
-    if not isinstance(rev, int) or isinstance(rev, bool) or rev < 1:
+    if not isinstance(rev, int) or isinstance(rev, bool) or not 1 <= rev < 2**31:
         raise ctx.fail("rev", "must be a positive integer")
-    status = ctx.choice(data.get("status"), STATUSES, "status")
-    message = ctx.str_of(data, "message", "")
-    for _, name, _, _ in string.Formatter().parse(message):
-        if name is not None and name not in PLACEHOLDERS:
-            raise ctx.fail("message", f"unknown placeholder {{{name}}}; allowed: {', '.join(sorted(PLACEHOLDERS))}")
+    status = ctx.member(data.get("status"), RuleStatus, "status")
+    message = _message(ctx, ctx.str_of(data, "message", ""))
     spec = data.get("spec")
     if not isinstance(spec, dict):
         raise ctx.fail("[spec]", "table is missing")
@@ -248,7 +295,7 @@ def load_rule(path: Path, *, builtin: bool) -> Rule:
         severity_for=severity_for,
         severity_reason=reason,
         condition=_condition(ctx, when),
-        firing=ctx.choice(data.get("firing", "once-per-request"), FIRINGS, "firing"),
+        firing=ctx.member(data.get("firing", "once-per-request"), Firing, "firing"),
         docs=RuleDocs(
             what=ctx.str_of(docs, "what", "[docs]."),
             why=ctx.str_of(docs, "why", "[docs]."),
@@ -259,6 +306,25 @@ def load_rule(path: Path, *, builtin: bool) -> Rule:
         path=path,
         builtin=builtin,
     )
+
+
+def _message(ctx: _Ctx, text: str) -> str:
+    """A finding's template: literal text and plain `{name}` placeholders from PLACEHOLDERS only (no
+    format spec, conversion, attribute or index: `str.format` would run them on every finding)."""
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError as exc:
+        raise ctx.fail("message", f"not a valid template ({exc}); write a literal brace as {{{{ or }}}}") from None
+    for _, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if name not in PLACEHOLDERS:
+            raise ctx.fail(
+                "message", f"unknown placeholder {{{name[:60]}}}; allowed: {', '.join(sorted(PLACEHOLDERS))}"
+            )
+        if spec or conversion:
+            raise ctx.fail("message", f"placeholder {{{name}}} takes no format spec or conversion; write {{{name}}}")
+    return text
 
 
 def _levels(ctx: _Ctx, raw: Any) -> dict[Revision, Level | Mapping[Transport, Level]]:
@@ -298,8 +364,13 @@ def _condition(ctx: _Ctx, when: Mapping[str, Any]) -> Condition:
     ctx.unknown_keys(when, ("on", "after", "then", "never", "timing", "within"), "[when]")
     keys = set(when) - {"timing", "within"}
     within = when.get("within")
-    if within is not None and (keys != {"after", "never"} or not isinstance(within, int | float) or within < 0):
-        raise ctx.fail("[when].within", "goes with after + never, as a number of seconds >= 0")
+    if within is not None:
+        try:
+            if keys != {"after", "never"}:
+                raise ValueError("goes with after + never only")
+            within = seconds_of(within)
+        except ValueError as exc:
+            raise ctx.fail("[when].within", f"{exc} (a number of seconds that goes with after + never)") from None
     if keys == {"on"}:
         on = when["on"]
         if isinstance(on, dict) and "anomaly" in on:
@@ -307,21 +378,19 @@ def _condition(ctx: _Ctx, when: Mapping[str, Any]) -> Condition:
             names = on["anomaly"] if isinstance(on["anomaly"], list) else [on["anomaly"]]
             if not names or not all(isinstance(n, str) and n for n in names):
                 raise ctx.fail("[when].on.anomaly", "needs an anomaly name or a list of names")
-            return Condition("anomaly", anomalies=frozenset(names))
-        return Condition("event", on=_selector(ctx, on, "[when].on"))
+            return Condition(Shape.ANOMALY, anomalies=frozenset(names))
+        return Condition(Shape.EVENT, on=_selector(ctx, on, "[when].on"))
     if keys == {"after", "then"}:
-        timing = when.get("timing")
-        if timing is not None:
-            ctx.choice(timing, TIMINGS, "[when].timing")
+        timing = ctx.member(when["timing"], Timing, "[when].timing") if "timing" in when else None
         return Condition(
-            "pair",
+            Shape.PAIR,
             after=_selector(ctx, when["after"], "[when].after"),
             then=_selector(ctx, when["then"], "[when].then"),
             timing=timing,
         )
     if keys == {"after", "never"}:
         return Condition(
-            "absence",
+            Shape.ABSENCE,
             after=_selector(ctx, when["after"], "[when].after"),
             never=_selector(ctx, when["never"], "[when].never"),
             within=float(within) if within is not None else None,
@@ -336,12 +405,8 @@ def _selector(ctx: _Ctx, raw: Any, where: str) -> Selector:
     if "event" not in raw:
         raise ctx.fail(where, "needs an event kind")
     events = frozenset(EntryKind(e) for e in ctx.choices(raw["event"], [k.value for k in EntryKind], f"{where}.event"))
-    side = ctx.choice(raw["from"], ("requester", "receiver"), f"{where}.from") if "from" in raw else None
-    mechanism = (
-        ctx.choice(raw["mechanism"], ("notification", "disconnect"), f"{where}.mechanism")
-        if "mechanism" in raw
-        else None
-    )
+    side = ctx.member(raw["from"], Party, f"{where}.from") if "from" in raw else None
+    mechanism = ctx.member(raw["mechanism"], CancelMechanism, f"{where}.mechanism") if "mechanism" in raw else None
     return Selector(events, side, mechanism, _where(ctx, raw.get("where", {}), f"{where}.where"))
 
 
@@ -363,7 +428,7 @@ def _where(ctx: _Ctx, raw: Any, where: str) -> Where:
     vantage = pick("vantage", [v.value for v in Vantage])
     transport = pick("transport", [t.value for t in Transport])
     outcome = pick("outcome", [o.value for o in Outcome])
-    stream = ctx.choice(raw["stream"], ("same", "other"), f"{where}.stream") if "stream" in raw else None
+    stream = ctx.member(raw["stream"], StreamRelation, f"{where}.stream") if "stream" in raw else None
     return Where(
         method=pick("method", None),
         tool_effect=pick("tool_effect", TOOL_EFFECTS),

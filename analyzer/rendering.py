@@ -11,24 +11,15 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import jinja2
 from markupsafe import Markup
 
 from . import inert
+from .files import data_dir
 
 TEMPLATES = {"text": "report.txt.j2", "md": "report.md.j2", "html": "report.html.j2"}
-
-
-def templates_dir() -> Path:
-    """`templates/` from a checkout, or the copy packed into the wheel."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "_data" / "templates", here.parent / "templates"):
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError(f"{here}: the templates/ folder is missing (broken installation)")
 
 
 def _finalizer(make_inert: Callable[[str], str]) -> Callable[[Any], Any]:
@@ -46,7 +37,7 @@ _INERT: dict[str, Callable[[str], str]] = {"text": inert.terminal, "md": inert.m
 
 def environment(fmt: str) -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(templates_dir()),
+        loader=jinja2.FileSystemLoader(data_dir("templates")),
         autoescape=fmt == "html",
         undefined=jinja2.StrictUndefined,
         finalize=_finalizer(_INERT[fmt]),

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from cancelwire import revisions
 from cancelwire.catalog import load_catalog
 from cancelwire.cli import explain_text
-from cancelwire.errors import RuleFileError
+from cancelwire.errors import CancelwireError, RuleFileError
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = load_catalog()
@@ -79,7 +82,7 @@ def test_readme_rule_table_matches_the_catalogue() -> None:
 def _copy_rule(tmp_path: Path, name: str, edit: tuple[str, str]) -> Path:
     source = next((ROOT / "rules").glob("CW101-*.toml")).read_text()
     folder = tmp_path / "mine"
-    folder.mkdir()
+    folder.mkdir(parents=True)
     text = source.replace('id = "CW101"', 'id = "ACME101"').replace(
         'slug = "response-after-cancel"', 'slug = "acme-late-answer"'
     )
@@ -117,3 +120,97 @@ def test_public_api_is_pinned() -> None:
     assert cancelwire.__all__ == ["AuditOptions", "AuditResult", "__version__", "audit"]
     result = cancelwire.audit([str(ROOT / "sample_captures" / "stdio" / "sdk-cancel-readonly-tool.jsonl")])
     assert [c.outcome.value for c in result.cancellations] == ["clean"]
+
+
+NAME = "ACME101-acme-late-answer.toml"
+CW101_MESSAGE = "{sender} answered {method} (id {request_id}) {gap} after the cancel, once the cancel had reached it"
+
+
+@pytest.mark.parametrize(
+    ("template", "problem"),
+    [
+        ("{method:999999999}", "placeholder {method} takes no format spec or conversion; write {method}"),
+        ("{method:{tool}}", "placeholder {method} takes no format spec or conversion; write {method}"),
+        ("{method!r}", "placeholder {method} takes no format spec or conversion; write {method}"),
+        ("{method.__class__}", "unknown placeholder {method.__class__}; allowed: gap, method,"),
+        ("{method[0]}", "unknown placeholder {method[0]}; allowed: gap, method,"),
+        ("{}", "unknown placeholder {}; allowed:"),
+        ("{0}", "unknown placeholder {0}; allowed:"),
+        ("{method", "not a valid template (expected '}' before end of string); write a literal brace as {{ or }}"),
+        ("}", "not a valid template (Single '}' encountered in format string)"),
+    ],
+)
+def test_message_templates_allow_only_plain_placeholders(tmp_path: Path, template: str, problem: str) -> None:
+    folder = _copy_rule(tmp_path, NAME, (CW101_MESSAGE, template))
+    with pytest.raises(RuleFileError) as caught:
+        load_catalog([folder])
+    assert str(caught.value).startswith(f"{folder / NAME}: message: {problem}")
+
+
+def test_plain_placeholders_and_literal_braces_load(tmp_path: Path) -> None:
+    folder = _copy_rule(tmp_path, NAME, (CW101_MESSAGE, "{{literal}} {method} {gap}"))
+    assert [r.message for r in load_catalog([folder]) if r.id == "ACME101"] == ["{{literal}} {method} {gap}"]
+
+
+def _load_error(folder: Path) -> str:
+    with pytest.raises(RuleFileError) as caught:
+        load_catalog([folder])
+    return str(caught.value)
+
+
+def test_special_files_in_rules_dir_are_refused_without_blocking(tmp_path: Path) -> None:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    os.mkfifo(folder / NAME)
+    assert _load_error(folder) == f"{folder / NAME}: the rule file is a FIFO; it must be a regular file"
+    os.unlink(folder / NAME)
+    (folder / NAME).symlink_to("/dev/zero")
+    assert _load_error(folder) == f"{folder / NAME}: the rule file is a character device; it must be a regular file"
+    os.unlink(folder / NAME)
+    (folder / NAME).mkdir()
+    assert _load_error(folder) == f"{folder / NAME}: the rule file is a directory; it must be a regular file"
+
+
+def test_a_fifo_in_rules_dir_is_exit_2_not_a_hang(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / NAME)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cancelwire", "rules", "--rules", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr == f"cancelwire: error: {tmp_path / NAME}: the rule file is a FIFO; it must be a regular file\n"
+
+
+def test_huge_deep_and_odd_rule_files_are_clear_errors(tmp_path: Path) -> None:
+    huge = _copy_rule(tmp_path / "1", NAME, ("[docs]", "# " + "x" * 300_000 + "\n[docs]"))
+    assert _load_error(huge) == f"{huge / NAME}: the rule file is larger than 256 KiB; that is not a rule file"
+    deep = _copy_rule(tmp_path / "2", NAME, ('timing = "late"', "timing = " + "[" * 20_000))
+    assert _load_error(deep) == f"{deep / NAME}: the rule file is nested too deeply to read"
+    listed = _copy_rule(tmp_path / "3", NAME, ('status = "stable"', 'status = [[["stable"]]]'))
+    assert _load_error(listed) == (
+        f"{listed / NAME}: status: unknown value a list; expected one of preview, stable, deprecated, removed"
+    )
+    long = _copy_rule(tmp_path / "4", NAME, ('timing = "late"', 'timing = "' + "l" * 10_000 + '"'))
+    assert _load_error(long) == (
+        f"{long / NAME}: [when].timing: unknown value '{'l' * 60}…'; expected one of late, crossing"
+    )
+    within = _copy_rule(tmp_path / "5", NAME, ('timing = "late"', "within = nan"))
+    assert _load_error(within).startswith(f"{within / NAME}: [when].within: goes with after + never only")
+
+
+def test_closed_sets_are_enums() -> None:
+    from cancelwire.catalog import Firing, RuleStatus, Shape
+
+    rule = next(r for r in RULES if r.id == "CW101")
+    assert rule.status is RuleStatus.STABLE and rule.firing is Firing.ONCE_PER_REQUEST
+    assert rule.condition.shape is Shape.PAIR and rule.condition.timing == "late"
+
+
+def test_one_helper_finds_rules_and_templates() -> None:
+    from cancelwire.files import data_dir
+
+    assert data_dir("rules") == ROOT / "rules" and data_dir("templates") == ROOT / "templates"
+    with pytest.raises(CancelwireError, match=r"the nowhere/ folder is missing \(a broken installation\)"):
+        data_dir("nowhere")
