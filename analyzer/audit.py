@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import __version__, outcomes
+from . import outcomes
 from .catalog import Rule, RuleStatus, load_catalog
 from .engine import Engine
 from .errors import CancelwireError, InputError, UnknownFormatError
@@ -40,7 +40,6 @@ class AuditOptions:
 def how_made(options: AuditOptions) -> HowMade:
     rec = options.reconstruct
     return HowMade(
-        version=__version__,
         generated=time.time(),
         settings_file=str(options.settings_file) if options.settings_file else None,
         settings=options.settings,

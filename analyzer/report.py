@@ -17,7 +17,7 @@ import orjson
 
 from . import __version__, rendering
 from .model import CancelledCall, Finding, Origin, Relation, RequestTimeline, Session
-from .results import AuditResult
+from .results import AuditResult, HowMade
 
 #: Bumped on any incompatible change of the JSON report (independent of the tool version).
 SCHEMA_VERSION = 1
@@ -206,6 +206,22 @@ def build(result: AuditResult) -> dict[str, Any]:
     return report
 
 
+def _run(made: HowMade) -> dict[str, Any]:
+    """How the report was made (every format shows it): what the verdicts rest on."""
+    return {
+        "generated": _ts(made.generated),
+        "settings_file": made.settings_file,
+        "settings": [{"setting": s.name, "value": s.value, "source": s.source} for s in made.settings],
+        "race_windows": dict(made.race_windows),
+        "hold_seconds": made.hold_seconds,
+        "max_open": made.max_open,
+        "protocol": made.protocol,
+        "vantage": made.vantage,
+        "rule_dirs": list(made.rule_dirs),
+        "preview": made.preview,
+    }
+
+
 def _build(result: AuditResult, capped: bool) -> dict[str, Any]:
     """`capped`: list the first `SHOWN_PER_RULE` findings of each rule and `SHOWN_PER_OUTCOME` cancelled
     calls of each outcome, for the reports people read (JSON lists all)."""
@@ -221,6 +237,7 @@ def _build(result: AuditResult, capped: bool) -> dict[str, Any]:
     report = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "cancelwire", "version": __version__},
+        "run": _run(result.made),
         "inputs": [
             {
                 "path": i.path,

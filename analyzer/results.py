@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 
 from .catalog import Rule
@@ -46,7 +46,6 @@ class Setting:
 class HowMade:
     """How the report was made, so a reader can tell what the verdicts rest on (every format shows it)."""
 
-    version: str
     generated: float
     """When the audit finished, epoch seconds (UTC)."""
     settings_file: str | None
@@ -115,8 +114,8 @@ class AuditResult:
     """Rule slug → why it did not run (not selected, preview, disabled in config)."""
     unruled_anomalies: dict[str, int]
     rules: tuple[Rule, ...]
-    made: HowMade | None = field(default=None)
-    """How the audit was run (settings, windows, limits); None only for hand-built results."""
+    made: HowMade
+    """How the audit was run: settings, race windows, limits, when."""
 
     @property
     def readable(self) -> bool:
