@@ -62,7 +62,9 @@ def select_rules(catalog: tuple[Rule, ...], options: AuditOptions) -> tuple[list
     known = {r.id for r in catalog} | {r.slug for r in catalog}
     for name in (*options.select, *options.ignore):
         if name not in known:
-            raise CancelwireError(f"unknown rule {name!r}", "see `cancelwire rules` for ids and slugs")
+            # a name from the settings file is reported with the file and key it came from
+            where = next((f"{s.source}: {s.name}: " for s in options.settings if s.name == f"disabled.{name}"), "")
+            raise CancelwireError(f"{where}unknown rule {name!r}", "see `cancelwire rules` for ids and slugs")
     for rule in catalog:
         names = {rule.id, rule.slug}
         if rule.status is RuleStatus.REMOVED:

@@ -57,16 +57,25 @@ def main(argv: list[str] | None = None) -> int:
         _say("cancelwire: terminated (SIGTERM); nothing was left half-written")
         return ExitStatus.TERMINATED
     except Exception as exc:  # a bug: say so in one line, and never exit as if it were findings
-        if getattr(args, "debug", False):
+        if args.debug:
             traceback.print_exc()
-        command = inert.terminal(shlex.join(["cancelwire", *(sys.argv[1:] if argv is None else argv)]))
+        command = shlex.join(["cancelwire", *(sys.argv[1:] if argv is None else argv)])
         _say(
-            f"cancelwire: internal error (a bug in cancelwire {__version__}): "
-            f"{type(exc).__name__}: {inert.terminal(str(exc))}; "
-            f"please report it with this line and the command: {command}"
-            + ("" if getattr(args, "debug", False) else " (--debug shows the traceback)")
+            f"cancelwire: internal error (a bug in cancelwire {__version__}): {_described(exc)}; "
+            f"please report it with this line and the command: {inert.terminal(command)}"
+            + ("" if args.debug else " (--debug shows the traceback)")
         )
         return ExitStatus.INTERNAL
+
+
+def _described(exc: Exception, limit: int = 500) -> str:
+    """The exception's type and message, inert and bounded (its text may hold recorded data)."""
+    try:
+        text = str(exc)
+    except Exception:  # a broken __str__ must not hide the report of the bug
+        text = "(message not printable)"
+    text = text if len(text) <= limit else text[:limit] + "…"
+    return f"{type(exc).__name__}: {inert.terminal(text)}"
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -145,6 +154,10 @@ def _options(args: argparse.Namespace, settings: Settings) -> AuditOptions:
     ]
     changed += [Setting(f"ignore.{name}", "--ignore", "command line") for name in args.ignore]
     changed += [Setting("select", ", ".join(args.select), "command line")] if args.select else []
+    changed += [Setting("rules", str(folder), "command line") for folder in args.rules]
+    flags = {"preview": args.preview or None, "input-format": args.input_format, "keylog": args.keylog}
+    changed += [Setting(k, "on" if v is True else str(v), "command line") for k, v in flags.items() if v]
+    changed += [Setting("http-port", str(port), "command line") for port in args.http_port]
     defaults = ReconstructOptions()
     vantage = Vantage(args.vantage) if args.vantage else None
     return AuditOptions(

@@ -76,6 +76,8 @@ class AtomicOutput:
         self.option = option
         self.given = path
         existing = _mode(self.path)
+        if existing is not None and stat.S_ISDIR(existing):
+            raise OutputError(f"{path}: cannot write the {option} output: it is a directory")
         self.direct = existing is not None and not stat.S_ISREG(existing)
         self.temp: Path | None = None
         if self.direct:

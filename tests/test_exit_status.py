@@ -172,3 +172,40 @@ def test_sigterm_handler_is_restored_after_main(monkeypatch: pytest.MonkeyPatch)
     assert cli.main(["rules"]) == 0
     assert signal.getsignal(signal.SIGTERM) is before
     assert os.getpid()  # the test process itself was never signalled
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no")
+
+
+def test_internal_error_message_is_bounded_and_survives_a_broken_str(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def huge(*args: object, **kwargs: object) -> None:
+        raise ValueError("x" * 100_000)
+
+    monkeypatch.setattr(cli, "audit", huge)
+    assert cli.main(["--debug", "audit", CLEAN]) == 3  # --debug before the command works too
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith(f"cancelwire: internal error (a bug in cancelwire 0.1.0): ValueError: {'x' * 500}…;")
+
+    def unprintable(*args: object, **kwargs: object) -> None:
+        raise _Unprintable
+
+    monkeypatch.setattr(cli, "audit", unprintable)
+    assert cli.main(["audit", CLEAN]) == 3
+    assert "_Unprintable: (message not printable); please report it" in capsys.readouterr().err
+
+
+def test_explain_of_a_user_rule_is_inert(tmp_path: Path) -> None:
+    source = next((ROOT / "rules").glob("CW101-*.toml")).read_text()
+    text = (
+        source.replace('id = "CW101"', 'id = "ACME101"')
+        .replace('slug = "response-after-cancel"', 'slug = "acme-x"')
+        .replace('summary = "', 'summary = "\\u001b]0;owned\\u0007')
+    )
+    (tmp_path / "ACME101-acme-x.toml").write_text(text)
+    proc = run("explain", "ACME101", "--rules", str(tmp_path))
+    assert proc.returncode == 0
+    assert proc.stdout.splitlines()[1].startswith("\\x1b]0;owned\\x07The receiver sent the result")

@@ -154,3 +154,9 @@ def test_a_full_disk_while_writing_exchanges_leaves_no_half_table(
 def test_report_to_stdout_still_works(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["audit", str(SAMPLE), "--format", "json"]) == 1
     assert capsys.readouterr().out.startswith("{\n")
+
+
+def test_a_directory_as_output_fails_before_the_audit(tmp_path: Path) -> None:
+    proc = run("audit", str(SAMPLE), "-o", str(tmp_path))
+    assert proc.returncode == 2
+    assert proc.stderr == f"cancelwire: error: {tmp_path}: cannot write the -o output: it is a directory\n"

@@ -139,3 +139,14 @@ def test_settings_values_are_used() -> None:
         ("verifying-reads.t", "a, b"),
         ("disabled.CW101", "flaky"),
     ]
+
+
+def test_unknown_rule_in_disabled_names_file_and_key(tmp_path: Path) -> None:
+    (tmp_path / "cancelwire.toml").write_text('[disabled]\nresponse-after-cancle = "typo"\n')
+    proc = subprocess.run([SCRIPT, "audit", str(SAMPLE)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        f"cancelwire: error: {tmp_path / 'cancelwire.toml'}: disabled.response-after-cancle: "
+        "unknown rule 'response-after-cancle'",
+        "  hint: see `cancelwire rules` for ids and slugs",
+    ]
