@@ -104,22 +104,22 @@ def _blocked_on_stdin(tmp_path: Path) -> subprocess.Popen[str]:
     return proc
 
 
-def test_sigterm_exits_143_after_cleaning_up(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("signum", "status", "line"),
+    [
+        (signal.SIGTERM, 143, "cancelwire: terminated (SIGTERM); nothing was left half-written"),
+        (signal.SIGINT, 130, "cancelwire: interrupted"),
+    ],
+)
+def test_signals_exit_with_their_status_after_cleaning_up(
+    tmp_path: Path, signum: signal.Signals, status: int, line: str
+) -> None:
     proc = _blocked_on_stdin(tmp_path)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     _out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 143
-    assert err == "cancelwire: terminated (SIGTERM); nothing was left half-written\n"
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_ctrl_c_exits_130_without_traceback_and_cleans_up(tmp_path: Path) -> None:
-    proc = _blocked_on_stdin(tmp_path)
-    proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130
-    assert err == "cancelwire: interrupted\n"
-    assert list(tmp_path.iterdir()) == []
+    assert proc.returncode == status
+    assert err == line + "\n"  # no traceback
+    assert list(tmp_path.iterdir()) == []  # neither the report nor its temp file
 
 
 @pytest.mark.parametrize(
