@@ -13,10 +13,10 @@ from typing import TypeVar
 
 from . import __version__
 from .config import count_of, seconds_of
+from .formats import FORMATS
 from .model import REVISIONS, Vantage
 from .readers import reader_names
 from .reconstruct import DEFAULT_MAX_OPEN, ReconstructOptions
-from .report import FORMATS
 
 #: Frame numbers are 32-bit in pcap/pcapng tools (tshark's frame.number is a uint32).
 MAX_FRAME = 2**32 - 1
@@ -103,14 +103,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _audit_parser(a: argparse.ArgumentParser) -> None:
     a.add_argument("paths", nargs="+", metavar="PATH", help="files or directories ('-' for stdin); .gz accepted")
-    a.add_argument("--format", choices=FORMATS, default="text", help="report format (default: text)")
-    a.add_argument("-o", "--output", metavar="FILE", default="-", help="write the report here (default: stdout)")
+    a.add_argument("--format", choices=FORMATS, help="report format (default: text)")
+    a.add_argument("-o", "--output", metavar="FILE", help="write the report here (default: stdout)")
+    a.add_argument(
+        "--report", action="append", default=[], metavar="FORMAT=FILE", help="one more output (FILE - is stdout)"
+    )
     a.add_argument(
         "--fail-on",
         choices=["error", "warning", "info", "never"],
         default="error",
-        help="exit 1 when a finding is at or above this severity (default: error)",
+        help="exit 1 when a new finding or gated outcome is at or above this severity (default: error)",
     )
+    a.add_argument(
+        "--gate", action="append", default=[], metavar="OUTCOME=GATE", help="gate an outcome class (see README)"
+    )
+    a.add_argument("--baseline", type=Path, metavar="FILE", help="fail only on what this baseline does not hold")
+    a.add_argument("--write-baseline", type=Path, metavar="FILE", help="record this run's issues as the baseline")
     a.add_argument(
         "--protocol", type=_revision, metavar="REVISION", help=f"judge under this revision ({', '.join(REVISIONS)})"
     )

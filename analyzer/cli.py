@@ -21,21 +21,25 @@ import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from . import __version__, catalog, inert
+from . import __version__, baseline, catalog, inert
 from .arguments import build_parser
 from .audit import AuditOptions, audit
 from .config import Settings, find_settings, load_settings
 from .errors import CancelwireError, OutputError
+from .formats import OutputSpecError, plan, write
+from .gates import Triage
 from .model import CancelledCall, Level, RequestTimeline, Severity, Vantage
 from .outputs import AtomicOutput, refuse_inputs
+from .policy import gate_option, parse_gates
 from .readers import ReadOptions
 from .reconstruct import ReconstructOptions
-from .report import write
 from .results import AuditResult, ExitStatus, Setting
 
 T = TypeVar("T")
+#: Stale baseline entries listed on stderr (the SARIF report lists every one).
+STALE_SHOWN = 20
 
 
 class _Terminated(BaseException):
@@ -188,29 +192,76 @@ def _first(*values: T | None) -> T:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    options = _options(args, _settings(args))
-    outputs = [("-o", Path(args.output))] if args.output != "-" else []
-    outputs += [("--exchanges", args.exchanges)] if args.exchanges else []
-    refuse_inputs(outputs, [*args.paths, *([args.keylog] if args.keylog else [])])
-    report = AtomicOutput(Path(args.output), "-o") if args.output != "-" else None
+    settings = _settings(args)
+    options = _options(args, settings)
+    try:
+        reports = plan(args.format, args.output, args.report)
+    except OutputSpecError as exc:
+        raise CancelwireError(str(exc)) from None
+    targets = [(o.option, Path(o.path)) for o in reports if o.path != "-"]
+    targets += [("--exchanges", args.exchanges)] if args.exchanges else []
+    targets += [("--write-baseline", args.write_baseline)] if args.write_baseline else []
+    refuse_inputs(targets, [*args.paths, *([args.keylog] if args.keylog else [])])
+    # checked before the audit, so a typo does not cost a long run
+    gates = parse_gates({**settings.gates, **dict(map(gate_option, args.gate))}, "--gate")
+    known = baseline.read(args.baseline) if args.baseline else None
+    files: dict[str, AtomicOutput] = {}
     table = None
     try:
+        for option, path in targets:
+            if option != "--exchanges":
+                files[option] = AtomicOutput(path, option)
         table = AtomicOutput(args.exchanges, "--exchanges") if args.exchanges else None
         result = _audit_with_table(args.paths, options, table)
         try:
-            _write_report(result, args.format, report)
+            triage = Triage(
+                result,
+                fail_on=None if args.fail_on == "never" else Severity(args.fail_on),
+                gates=gates,
+                suppressions=settings.suppress,
+                baseline=known,
+            )
+            for report in reports:
+                _write_report(triage, report.format, files.get(report.option))
+            written = _write_baseline(triage, files.get("--write-baseline"))
+            status = triage.exit_status()
         finally:
             result.close()
-        for out in (table, report):
+        for out in (table, *files.values()):
             if out is not None:
                 out.commit()
     finally:
-        for out in (report, table):
+        for out in (*files.values(), table):
             if out is not None:
                 out.discard()
     if not result.readable:
         _error(_nothing_read(result, args.paths))
-    return result.exit_status(None if args.fail_on == "never" else Severity(args.fail_on))
+    if written is not None:
+        _say(f"cancelwire: {args.write_baseline}: wrote {written} issue(s) to the baseline")
+    if args.baseline:
+        _stale(args.baseline, triage.tally().stale)
+    return status
+
+
+def _write_baseline(triage: Triage, out: AtomicOutput | None) -> int | None:
+    if out is None:
+        return None
+    try:
+        return baseline.write(out.writing, triage)
+    except OSError as exc:
+        raise out.error(exc) from None
+
+
+def _stale(path: Path, stale: list[dict[str, Any]]) -> None:
+    """Baseline entries that no longer occur, so the file can be shrunk (on stderr, whatever the format)."""
+    if not stale:
+        return
+    _say(f"cancelwire: {inert.terminal(str(path))}: {len(stale)} baseline entr(ies) no longer occur:")
+    for entry in stale[:STALE_SHOWN]:
+        where = inert.terminal(str(entry.get("where") or "-"))
+        _say(f"  {inert.terminal(str(entry['fingerprint']))}  {inert.terminal(str(entry['rule']))}  {where}")
+    if len(stale) > STALE_SHOWN:
+        _say(f"  ... and {len(stale) - STALE_SHOWN} more (the SARIF report lists every one)")
 
 
 def _audit_with_table(paths: list[str], options: AuditOptions, table: AtomicOutput | None) -> AuditResult:
@@ -245,16 +296,16 @@ def _writes(out: AtomicOutput, action: Callable[[], T]) -> T:
         raise out.error(exc) from None
 
 
-def _write_report(result: AuditResult, fmt: str, out: AtomicOutput | None) -> None:
+def _write_report(triage: Triage, fmt: str, out: AtomicOutput | None) -> None:
     if out is not None:
         try:
             with open(out.writing, "w", encoding="utf-8") as handle:
-                write(result, fmt, handle)
+                write(fmt, triage, handle, os.environ)
         except OSError as exc:  # also from the close: a full disk shows on the last flush
             raise out.error(exc) from None
         return
     try:
-        write(result, fmt, sys.stdout)
+        write(fmt, triage, sys.stdout, os.environ)
         sys.stdout.flush()
     except BrokenPipeError:
         # the reader went away (`| head`): not an error; keep Python from complaining at exit

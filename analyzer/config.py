@@ -25,10 +25,11 @@ from typing import Any
 
 from .errors import ConfigError
 from .files import key_text, read_toml, shown
+from .policy import Suppression, parse_gates, parse_suppressions
 
 #: Settings files are small; a pyproject.toml with a long tool table still fits.
 SETTINGS_LIMIT = 1 << 20
-KEYS = ("race-window", "hold", "max-open", "verifying-reads", "disabled")
+KEYS = ("race-window", "hold", "max-open", "verifying-reads", "disabled", "gates", "suppress")
 
 
 def seconds_of(value: object) -> float:
@@ -58,6 +59,10 @@ class Settings:
     max_open: int | None = None
     verifying_reads: dict[str, tuple[str, ...]] = field(default_factory=dict)
     disabled: dict[str, str] = field(default_factory=dict)
+    gates: dict[str, str] = field(default_factory=dict)
+    """Outcome class → gate (`[gates]`, checked by `gates.parse_gates`)."""
+    suppress: tuple[Suppression, ...] = ()
+    """`[[suppress]]` entries, each with its reason."""
 
     def values(self) -> list[tuple[str, str]]:
         """Every setting the file sets, as (key, value) text for the report."""
@@ -68,6 +73,7 @@ class Settings:
         ]
         out += [(f"verifying-reads.{tool}", ", ".join(reads)) for tool, reads in self.verifying_reads.items()]
         out += [(f"disabled.{rule}", reason) for rule, reason in self.disabled.items()]
+        out += [(f"gates.{outcome}", gate) for outcome, gate in self.gates.items()]
         return out
 
 
@@ -130,6 +136,8 @@ def parse(path: Path, table: Any, prefix: str) -> Settings:
         if not isinstance(reason, str) or not reason.strip():
             raise fail(f"disabled.{key_text(rule)}", "needs the reason it is off, as text")
         disabled[rule] = reason
+    gates = _table(table, "gates", fail)
+    parse_gates(gates, f"{path}: {prefix}gates")
     return Settings(
         path=path,
         race_window=numbers.get("race-window"),
@@ -137,6 +145,8 @@ def parse(path: Path, table: Any, prefix: str) -> Settings:
         max_open=numbers.get("max-open"),
         verifying_reads=reads,
         disabled=disabled,
+        gates=gates,
+        suppress=parse_suppressions(table.get("suppress", []), f"{path}: {prefix}suppress"),
     )
 
 

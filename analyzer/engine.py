@@ -239,6 +239,7 @@ class Engine:
             level=level,
             # entries that stand for several messages (past a request's entry limit) count them all
             more_evidence=max(0, len(evidence) - MAX_EVIDENCE) + sum(e.repeats - 1 for e in hits),
+            tool=tl.tool,
         )
 
 

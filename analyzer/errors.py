@@ -6,6 +6,7 @@
     │   └── ToolMissingError    an external tool (tshark) is not installed
     ├── RuleFileError     a rule file in rules/ or --rules DIR is invalid
     ├── ConfigError       cancelwire.toml / [tool.cancelwire] is invalid
+    ├── BaselineError     a --baseline file is invalid
     └── OutputError       a report or table cannot be written, or would overwrite an input
 
 Problems inside an input (a bad line, a truncated frame) are never raised: readers yield an
@@ -50,6 +51,10 @@ class ConfigError(CancelwireError):
 
 class ToolMissingError(InputError):
     pass
+
+
+class BaselineError(CancelwireError):
+    """A --baseline file is not a cancelwire baseline, or is damaged (the message names the line)."""
 
 
 class OutputError(CancelwireError):

@@ -383,6 +383,8 @@ class Finding:
     revision: Revision | None
     level: Level | None = None
     more_evidence: int = 0
+    tool: str | None = None
+    """Tool name when the finding is about a `tools/call` (baseline fingerprints use it)."""
 
     @property
     def fingerprint(self) -> str:

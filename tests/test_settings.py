@@ -58,7 +58,7 @@ def test_deep_nesting_is_a_clear_error(tmp_path: Path) -> None:
     assert settings_error(tmp_path, "x = " + "[" * 50_000) == "FILE: the settings file is nested too deeply to read"
     tables = "".join(f"[{'a.' * n}a]\n" for n in range(0, 3000, 300))
     assert settings_error(tmp_path, tables) == "FILE: a: unknown setting\n  hint: the settings are: " + (
-        "race-window, hold, max-open, verifying-reads, disabled"
+        "race-window, hold, max-open, verifying-reads, disabled, gates, suppress"
     )
 
 

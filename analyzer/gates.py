@@ -1,0 +1,201 @@
+"""What fails a CI run: findings, gated outcomes, suppressions and the baseline, in one pass.
+
+Every finding is an *issue*; so is every cancelled call whose outcome class has a gate severity
+(`outcome-unverified` is a warning by default). Each issue gets a fingerprint (`baseline.py`), may be
+suppressed by the settings file (with a reason) or known to the baseline, and fails the run when it
+is neither and its severity is at or above `--fail-on`. The CI outputs (JUnit, SARIF, GitHub) and the
+exit status all read the same `Triage`, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from .baseline import Baseline, Fingerprinter, Identity
+from .model import CancelledCall, Certainty, Finding, Origin, Outcome, RequestId, Session, Severity
+from .policy import DEFAULT_GATES, Gate, Suppression
+from .results import AuditResult, ExitStatus
+
+
+class IssueKind(StrEnum):
+    FINDING = "finding"
+    OUTCOME = "outcome"
+
+
+@dataclass(frozen=True, slots=True)
+class Issue:
+    """A finding, or a cancelled call whose outcome is gated, as the CI outputs show it."""
+
+    kind: IssueKind
+    code: str
+    """Rule id (`CW101`), or the outcome class for outcomes."""
+    name: str
+    """Rule slug, or the outcome class."""
+    severity: Severity
+    message: str
+    certainty: Certainty
+    session_key: str | None
+    request_id: RequestId | None
+    method: str | None
+    tool: str | None
+    evidence: tuple[Origin, ...]
+    more_evidence: int
+    location: Origin | None
+    """Where a reader should look first (a finding's last evidence; a cancelled call's cancel)."""
+    identity: Identity
+    fingerprint: str
+    ordinal: int
+    """Among like issues (same rule, identity) in report order, from 1."""
+    suppressed: str | None = None
+    """Why it is accepted (the settings file's reason), if it is."""
+    known: bool = False
+    """The baseline holds it."""
+
+    @property
+    def title(self) -> str:
+        """`CW101 response-after-cancel`, or the outcome class."""
+        return self.code if self.kind is IssueKind.OUTCOME else f"{self.code} {self.name}"
+
+    @property
+    def new(self) -> bool:
+        return self.suppressed is None and not self.known
+
+    def fails(self, fail_on: Severity | None) -> bool:
+        return self.new and fail_on is not None and self.severity.rank >= fail_on.rank
+
+
+@dataclass
+class Tally:
+    """Counts after one pass: what the exit status and summaries need."""
+
+    failing: int = 0
+    new: Counter[str] = field(default_factory=Counter)
+    known: int = 0
+    suppressed: int = 0
+    stale: list[dict[str, Any]] = field(default_factory=list)
+    """Baseline entries that no longer occur (the file can be shrunk)."""
+
+
+class Triage:
+    """Issues of one audit, re-iterable (each pass reads the result's spools again, in report order)."""
+
+    def __init__(
+        self,
+        result: AuditResult,
+        *,
+        fail_on: Severity | None = Severity.ERROR,
+        gates: Mapping[Outcome, Gate] | None = None,
+        suppressions: tuple[Suppression, ...] = (),
+        baseline: Baseline | None = None,
+    ) -> None:
+        self.result = result
+        self.fail_on = fail_on
+        self.gates = {**DEFAULT_GATES, **(gates or {})}
+        self.suppressions = suppressions
+        self.baseline = baseline
+        self._sessions = {s.key: s for s in result.sessions}
+        self._tally: Tally | None = None
+
+    def __iter__(self) -> Iterator[Issue]:
+        fingerprints = Fingerprinter()
+        for finding in self.result.findings:
+            yield self._issue(fingerprints, *self._from_finding(finding))
+        for call in self.result.cancellations:
+            gate = self.gates[call.outcome]
+            if gate in (Gate.ERROR, Gate.WARNING, Gate.INFO):
+                yield self._issue(fingerprints, *self._from_call(call, Severity(gate.value)))
+
+    def tally(self) -> Tally:
+        """One pass over every issue (cached): counts, and the baseline's stale entries."""
+        if self._tally is None:
+            tally = Tally()
+            seen: set[str] = set()
+            for issue in self:
+                seen.add(issue.fingerprint)
+                tally.failing += issue.fails(self.fail_on)
+                if issue.suppressed is not None:
+                    tally.suppressed += 1
+                elif issue.known:
+                    tally.known += 1
+                else:
+                    tally.new[issue.severity.value] += 1
+            if self.baseline is not None:
+                tally.stale = [e for fp, e in self.baseline.entries.items() if fp not in seen]
+            self._tally = tally
+        return self._tally
+
+    def exit_status(self) -> ExitStatus:
+        """Passed, findings (something new at or above the gate), or usage (nothing could be read)."""
+        if not self.result.readable:
+            return ExitStatus.USAGE
+        return ExitStatus.FINDINGS if self.tally().failing else ExitStatus.PASSED
+
+    def session(self, key: str | None) -> Session | None:
+        return self._sessions.get(key) if key is not None else None
+
+    def identity(self, session_key: str | None, method: str | None, tool: str | None, source: str) -> Identity:
+        session = self.session(session_key)
+        server = _server_name(session) if session is not None else None
+        return Identity(
+            server=server or f"file:{Path(source).name}",
+            transport=session.transport.value if session is not None else "",
+            method=method or "",
+            tool=tool or "",
+        )
+
+    def _from_finding(self, f: Finding) -> tuple[dict[str, Any], Identity]:
+        source = f.evidence[-1].source if f.evidence else ""
+        fields = {
+            "kind": IssueKind.FINDING,
+            "code": f.rule_id,
+            "name": f.rule,
+            "severity": f.severity,
+            "message": f.message,
+            "certainty": f.certainty,
+            "session_key": f.session_key,
+            "request_id": f.request_id,
+            "method": f.method,
+            "tool": f.tool,
+            "evidence": f.evidence,
+            "more_evidence": f.more_evidence,
+            "location": f.evidence[-1] if f.evidence else None,
+        }
+        return fields, self.identity(f.session_key, f.method, f.tool, source)
+
+    def _from_call(self, c: CancelledCall, severity: Severity) -> tuple[dict[str, Any], Identity]:
+        tool = f" {c.tool}" if c.tool else ""
+        fields = {
+            "kind": IssueKind.OUTCOME,
+            "code": c.outcome.value,
+            "name": c.outcome.value,
+            "severity": severity,
+            "message": f"cancelled {c.method}{tool} (id {c.request_id}) by {c.mechanism.value}: {c.explanation}",
+            "certainty": c.certainty,
+            "session_key": c.session_key,
+            "request_id": c.request_id,
+            "method": c.method,
+            "tool": c.tool,
+            "evidence": c.evidence,
+            "more_evidence": 0,
+            "location": c.evidence[0] if c.evidence else None,
+        }
+        return fields, self.identity(c.session_key, c.method, c.tool, c.evidence[0].source if c.evidence else "")
+
+    def _issue(self, fingerprints: Fingerprinter, fields: dict[str, Any], identity: Identity) -> Issue:
+        fingerprint, ordinal = fingerprints.next(fields["code"], identity)
+        issue = Issue(**fields, identity=identity, fingerprint=fingerprint, ordinal=ordinal)
+        reason = next((s.reason for s in self.suppressions if s.matches(issue)), None)
+        known = self.baseline is not None and fingerprint in self.baseline.entries
+        if reason is None and not known:
+            return issue
+        return replace(issue, suppressed=reason, known=known)
+
+
+def _server_name(session: Session) -> str | None:
+    name = session.server_info.get("name") if session.server_info else None
+    return name if isinstance(name, str) and name else None

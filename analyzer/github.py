@@ -1,0 +1,74 @@
+"""`--format github`: GitHub Actions workflow commands, and the job summary.
+
+Each new issue becomes one annotation line, `::error file=PATH,line=N,title=CW101 slug::message`
+(`::warning` for warnings, `::notice` for info), which the runner shows on the job and, for files in
+the repository, beside the line. Recorded text is made inert first (`inert.terminal`: one line,
+controls shown as escapes), then escaped as the runner's own toolkit does: `%`, CR and LF in the
+message; those and `:` and `,` in properties. So a recorded message can neither end the line (and
+start a command of its own) nor break out of a property.
+A last notice counts what is known to the baseline or suppressed. When `GITHUB_STEP_SUMMARY` is set
+the Markdown report is appended to that file (the job's summary page).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import TextIO
+
+from . import inert
+from .gates import Issue, Triage
+from .model import Severity
+from .report import write as write_report
+
+#: GitHub shows only the first few annotations of each kind per step; more lines are noise in the log.
+MAX_PER_SEVERITY = 50
+_COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+
+
+def escape_data(text: str) -> str:
+    return inert.terminal(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(issue: Issue) -> str:
+    properties = []
+    title = issue.title
+    where = issue.location
+    if where is not None:
+        properties.append(f"file={escape_property(where.source)}")
+        if where.line is not None:
+            properties.append(f"line={where.line}")
+        elif where.frame is not None:
+            title += f" (frame {where.frame})"
+    properties.append(f"title={escape_property(title)}")
+    return f"::{_COMMAND[issue.severity]} {','.join(properties)}::{escape_data(f'{issue.message} [{issue.certainty}]')}"
+
+
+def write(triage: Triage, out: TextIO, summary: Path | None = None) -> None:
+    shown: Counter[Severity] = Counter()
+    left_out = 0
+    for issue in triage:
+        if not issue.new:
+            continue
+        shown[issue.severity] += 1
+        if shown[issue.severity] > MAX_PER_SEVERITY:
+            left_out += 1
+            continue
+        out.write(annotation(issue) + "\n")
+    tally = triage.tally()
+    parts = [f"{sum(tally.new.values())} new issue(s)"]
+    if left_out:
+        parts.append(f"{left_out} not annotated (over {MAX_PER_SEVERITY} of one severity)")
+    if tally.known or triage.baseline is not None:
+        parts.append(f"{tally.known} known to the baseline, {len(tally.stale)} baseline entr(ies) no longer seen")
+    if tally.suppressed:
+        parts.append(f"{tally.suppressed} suppressed in the settings file")
+    gate = triage.fail_on.value if triage.fail_on else "never"
+    out.write(f"::notice title=cancelwire::{escape_data('; '.join(parts))} (fail-on {gate})\n")
+    if summary is not None:
+        with summary.open("a", encoding="utf-8") as md:
+            write_report(triage.result, "md", md)

@@ -1,0 +1,113 @@
+"""Outcome gates: exact exit statuses from the command line and the settings file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cancelwire.audit import audit
+from cancelwire.gates import Triage
+from cancelwire.model import Outcome, Severity
+from cancelwire.policy import DEFAULT_GATES, Gate
+from test_cli import ROOT, run
+
+UNVERIFIED = str(ROOT / "sample_captures/stdio/sdk-cancel-slow-tool.jsonl")  # one outcome-unverified, no finding
+VERIFIED = str(ROOT / "sample_captures/stdio/sdk-cancel-then-verify-by-read.jsonl")
+READ_ONLY = str(ROOT / "sample_captures/stdio/sdk-cancel-readonly-tool.jsonl")  # clean
+LATE_SHOULD = str(ROOT / "sample_captures/stdio/handwritten-server-late-result-after-cancel.jsonl")  # 2 warnings
+
+
+@pytest.mark.parametrize(
+    ("args", "status"),
+    [
+        ((UNVERIFIED,), 0),  # default gate: warning, default --fail-on: error
+        ((UNVERIFIED, "--fail-on", "warning"), 1),
+        ((UNVERIFIED, "--fail-on", "info"), 1),
+        ((UNVERIFIED, "--fail-on", "warning", "--gate", "outcome-unverified=info"), 0),
+        ((UNVERIFIED, "--fail-on", "info", "--gate", "outcome-unverified=off"), 0),
+        ((UNVERIFIED, "--gate", "outcome-unverified=error"), 1),
+        ((UNVERIFIED, "--gate", "outcome-unverified=error", "--fail-on", "never"), 0),
+        ((VERIFIED, "--fail-on", "info"), 0),  # verified-by-read: off
+        ((VERIFIED, "--fail-on", "info", "--gate", "verified-by-read=info"), 1),
+        ((READ_ONLY, "--fail-on", "info"), 0),  # a read-only tool's cancel is clean
+        # late-result-violation is gated through CW101 at the severity its revision gives (warning here)
+        ((LATE_SHOULD,), 0),
+        ((LATE_SHOULD, "--fail-on", "warning"), 1),
+        ((LATE_SHOULD, "--ignore", "CW101", "--ignore", "CW102", "--fail-on", "info"), 0),
+        ((LATE_SHOULD, "--ignore", "CW101", "--ignore", "CW102", "--gate", "late-result-violation=error"), 1),
+    ],
+)
+def test_exit_status(args: tuple[str, ...], status: int) -> None:
+    proc = run("audit", *args)
+    assert proc.returncode == status, proc.stderr
+    assert proc.stderr == ""
+
+
+def test_gates_in_the_settings_file_and_the_command_line_wins(tmp_path: Path) -> None:
+    (tmp_path / "cancelwire.toml").write_text('[gates]\noutcome-unverified = "error"\n')
+    assert run("audit", UNVERIFIED, cwd=tmp_path).returncode == 1
+    assert run("audit", UNVERIFIED, "--gate", "outcome-unverified=warning", cwd=tmp_path).returncode == 0
+
+
+OUTCOMES = "clean, late-result-discarded, late-result-violation, outcome-unverified, verified-by-read"
+GATES = "error, warning, info, finding, off"
+
+
+@pytest.mark.parametrize(
+    ("settings", "error"),
+    [
+        (
+            '[gates]\noutcome-unverifed = "error"\n',
+            f"gates: outcome-unverifed: unknown outcome\n  hint: one of {OUTCOMES}",
+        ),
+        ('[gates]\noutcome-unverified = "fatal"\n', f"gates: outcome-unverified: must be one of {GATES}, not 'fatal'"),
+        ('gates = "error"\n', "gates: must be a table, not 'error'"),
+        (
+            '[[suppress]]\nrule = "CW108"\n',
+            "suppress #1: needs `reason`\n  hint: each suppression names a rule and why",
+        ),
+        ('[[suppress]]\nrule = "CW108"\nreason = " "\n', "suppress #1: reason: must be text, not ' '"),
+        (
+            '[[suppress]]\nrule = "CW108"\nreason = "x"\nline = 3\n',
+            "suppress #1: line: unknown key\n  hint: the keys are: rule, reason, server, tool, method, path",
+        ),
+        ('suppress = "all"\n', "suppress: must be a list of tables ([[suppress]]), not 'all'"),
+    ],
+)
+def test_bad_gates_and_suppressions_in_settings_exit_2_naming_the_file(
+    tmp_path: Path, settings: str, error: str
+) -> None:
+    (tmp_path / "cancelwire.toml").write_text(settings)
+    proc = run("audit", UNVERIFIED, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == f"cancelwire: error: {tmp_path / 'cancelwire.toml'}: {error}\n"
+
+
+def test_bad_gate_option_is_a_usage_error() -> None:
+    proc = run("audit", UNVERIFIED, "--gate", "outcome-unverified")
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "cancelwire: error: --gate 'outcome-unverified': expected OUTCOME=GATE, e.g. outcome-unverified=error\n"
+    )
+    proc = run("audit", UNVERIFIED, "--gate", "unverified=error")
+    assert proc.returncode == 2
+    assert proc.stderr == f"cancelwire: error: --gate: unverified: unknown outcome\n  hint: one of {OUTCOMES}\n"
+
+
+def test_defaults_cover_every_outcome_and_triage_counts() -> None:
+    assert set(DEFAULT_GATES) == set(Outcome)
+    assert DEFAULT_GATES[Outcome.OUTCOME_UNVERIFIED] is Gate.WARNING
+    result = audit([UNVERIFIED, LATE_SHOULD])
+    try:
+        triage = Triage(result, fail_on=Severity.WARNING)
+        issues = [(i.title, i.severity.value, i.location.display() if i.location else None) for i in triage]
+        late = "sample_captures/stdio/handwritten-server-late-result-after-cancel.jsonl"
+        assert [(t, s, w.removeprefix(f"{ROOT}/") if w else w) for t, s, w in issues] == [
+            ("CW101 response-after-cancel", "warning", f"{late}:10"),
+            ("CW102 progress-after-cancel", "warning", f"{late}:9"),
+            ("outcome-unverified", "warning", "sample_captures/stdio/sdk-cancel-slow-tool.jsonl:9"),
+        ]
+        assert triage.tally().failing == 3 and triage.exit_status() == 1
+        assert Triage(result, fail_on=Severity.ERROR).exit_status() == 0
+    finally:
+        result.close()
