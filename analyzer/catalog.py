@@ -240,26 +240,36 @@ class _Ctx:
 
 
 def load_rule(path: Path, *, builtin: bool) -> Rule:
-    ctx = _Ctx(path)
-    data = read_toml(path, limit=RULE_FILE_LIMIT, what="rule", error=RuleFileError)
-    ctx.unknown_keys(
-        data,
-        ("id", "slug", "rev", "status", "since", "summary", "message", "spec", "severity", "when", "docs", "firing"),
-        "",
-    )
+    return rule_from(path, read_toml(path, limit=RULE_FILE_LIMIT, what="rule", error=RuleFileError), builtin=builtin)
+
+
+def _identity(ctx: _Ctx, data: Mapping[str, Any], builtin: bool) -> tuple[str, str]:
+    """The rule's id and slug, checked against the id ranges and the file name."""
     rule_id = ctx.str_of(data, "id", "")
-    if not ID_PATTERN.match(rule_id):
-        raise ctx.fail("id", f"{rule_id!r} is not an id like CW101")
+    if not ID_PATTERN.fullmatch(rule_id):
+        raise ctx.fail("id", f"{shown(rule_id)} is not an id like CW101")
     if builtin and (not rule_id.startswith("CW") or rule_id[2] not in BUILTIN_RANGES):
         raise ctx.fail("id", f"built-in ids are CW1xx-CW4xx or CW9xx, got {rule_id!r}")
     if not builtin and rule_id.startswith("CW"):
         raise ctx.fail("id", "the CW prefix is reserved for built-in rules; choose your own prefix")
     slug = ctx.str_of(data, "slug", "")
-    if not SLUG_PATTERN.match(slug):
-        raise ctx.fail("slug", f"{slug!r} is not kebab-case")
+    if not SLUG_PATTERN.fullmatch(slug) or len(slug) > 64:
+        raise ctx.fail("slug", f"{shown(slug)} is not kebab-case of at most 64 characters")
     expected_name = f"{rule_id}-{slug}.toml"
-    if path.name != expected_name:
+    if ctx.path.name != expected_name:
         raise ctx.fail("file name", f"must be {expected_name}")
+    return rule_id, slug
+
+
+def rule_from(path: Path, data: Mapping[str, Any], *, builtin: bool) -> Rule:
+    """A rule from the parsed TOML of PATH, every key checked (RuleFileError names file and key)."""
+    ctx = _Ctx(path)
+    ctx.unknown_keys(
+        data,
+        ("id", "slug", "rev", "status", "since", "summary", "message", "spec", "severity", "when", "docs", "firing"),
+        "",
+    )
+    rule_id, slug = _identity(ctx, data, builtin)
     rev = data.get("rev")
     if not isinstance(rev, int) or isinstance(rev, bool) or not 1 <= rev < 2**31:
         raise ctx.fail("rev", "must be a positive integer")
