@@ -25,13 +25,13 @@ from typing import Any, TypeVar
 
 from . import __version__, baseline, catalog, inert
 from .arguments import build_parser
-from .audit import AuditOptions, audit
 from .config import Settings, find_settings, load_settings
 from .errors import CancelwireError, OutputError
 from .formats import OutputSpecError, plan, write
 from .gates import Triage
 from .model import CancelledCall, Level, RequestTimeline, Severity, Vantage
 from .outputs import AtomicOutput, refuse_inputs
+from .pipeline import AuditOptions, audit
 from .policy import gate_option, parse_gates
 from .readers import ReadOptions
 from .reconstruct import ReconstructOptions

@@ -7,11 +7,15 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import TYPE_CHECKING, Any
 
 from .catalog import Rule
 from .engine import Skip
 from .model import CancelledCall, Finding, Session, Severity
 from .spool import SortedSpool, Spool
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class ExitStatus(IntEnum):
@@ -116,6 +120,9 @@ class AuditResult:
     rules: tuple[Rule, ...]
     made: HowMade
     """How the audit was run: settings, race windows, limits, when."""
+    exchanges: Spool[dict[str, Any]] | None = None
+    """Every exchange as a `tables.row`, kept by the library entry point (`cancelwire.audit`); None when
+    the audit did not keep them (the command line writes them straight to `--exchanges` instead)."""
 
     @property
     def readable(self) -> bool:
@@ -130,9 +137,31 @@ class AuditResult:
         return ExitStatus.FINDINGS if failed else ExitStatus.PASSED
 
     def close(self) -> None:
-        """Remove the on-disk parts (cancellations and findings); the result is empty afterwards."""
+        """Remove the on-disk parts (cancellations, findings, exchanges); the result is empty afterwards."""
         self.cancellations.close()
         self.findings.close()
+        if self.exchanges is not None:
+            self.exchanges.close()
+
+    def __enter__(self) -> AuditResult:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def to_dataframe(self, table: str = "findings") -> pd.DataFrame:
+        """`findings`, `cancellations` or `exchanges` as a pandas DataFrame (columns in `frames.py`)."""
+        from . import frames  # pandas is loaded only by those who ask for a frame
+
+        if table == "findings":
+            return frames.findings_frame(self.findings)
+        if table == "cancellations":
+            return frames.cancellations_frame(self.cancellations)
+        if table == "exchanges":
+            if self.exchanges is None:
+                raise ValueError("this audit kept no exchanges (cancelwire.audit(..., exchanges=True) keeps them)")
+            return frames.exchanges_frame(self.exchanges)
+        raise ValueError(f"unknown table {table!r}: findings, cancellations or exchanges")
 
     def counts(self) -> dict[str, dict[str, int]]:
         return {

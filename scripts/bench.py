@@ -560,7 +560,7 @@ def bench_scaling(sizes: list[float], timeout: float | None, done: dict[float, R
 
 def profile_stdio(size_gb: float, top: int) -> None:
     """cProfile of the whole audit (read → reconstruct → engine → report) in this process."""
-    from cancelwire.audit import AuditOptions, audit
+    from cancelwire.pipeline import AuditOptions, audit
     from cancelwire.report import render
 
     meta = ensure_stdio(size_gb)

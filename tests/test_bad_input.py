@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cancelwire.audit import audit
 from cancelwire.errors import InputError
 from cancelwire.model import Anomaly, MessageEvent, SessionStart, TransportEvent
+from cancelwire.pipeline import audit
 from cancelwire.readers import InputSource, ReadOptions
 from cancelwire.readers.transcript import READER
 from hypothesis import given, settings

@@ -114,14 +114,6 @@ def test_unknown_placeholder_is_a_load_error(tmp_path: Path) -> None:
         load_catalog([folder])
 
 
-def test_public_api_is_pinned() -> None:
-    import cancelwire
-
-    assert cancelwire.__all__ == ["AuditOptions", "AuditResult", "__version__", "audit"]
-    result = cancelwire.audit([str(ROOT / "sample_captures" / "stdio" / "sdk-cancel-readonly-tool.jsonl")])
-    assert [c.outcome.value for c in result.cancellations] == ["clean"]
-
-
 NAME = "ACME101-acme-late-answer.toml"
 CW101_MESSAGE = "{sender} answered {method} (id {request_id}) {gap} after the cancel, once the cancel had reached it"
 

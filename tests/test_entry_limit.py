@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cancelwire.audit import AuditOptions, audit
 from cancelwire.model import CancelledCall, EntryKind, Relation, RequestTimeline
+from cancelwire.pipeline import AuditOptions, audit
 from cancelwire.reconstruct import ReconstructOptions
 from cancelwire.tables import row
 from hypothesis import given, settings

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cancelwire.audit import audit
 from cancelwire.gates import Triage
 from cancelwire.model import Outcome, Severity
+from cancelwire.pipeline import audit
 from cancelwire.policy import DEFAULT_GATES, Gate
 from test_cli import ROOT, run
 

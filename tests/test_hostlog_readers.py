@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cancelwire.audit import AuditOptions, audit
 from cancelwire.errors import InputError
 from cancelwire.model import (
     Anomaly,
@@ -23,6 +22,7 @@ from cancelwire.model import (
     TransportEvent,
     Vantage,
 )
+from cancelwire.pipeline import AuditOptions, audit
 from cancelwire.readers import (
     InputSource,
     Reader,

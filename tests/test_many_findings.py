@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 from cancelwire import engine, report
-from cancelwire.audit import audit
+from cancelwire.pipeline import audit
 from transcripts import Line, write_transcript
 
 REPLIES = 30

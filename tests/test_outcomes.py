@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cancelwire.audit import AuditOptions, audit
+from cancelwire.pipeline import AuditOptions, audit
 from cancelwire.reconstruct import ReconstructOptions
 from transcripts import write_transcript
 

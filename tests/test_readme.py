@@ -17,7 +17,9 @@ EXAMPLES = BLOCK.findall(re.sub(r" \\\n\s+", " ", (ROOT / "README.md").read_text
 
 def test_readme_starts_with_the_two_setup_commands() -> None:
     lines = (ROOT / "README.md").read_text().splitlines()
-    assert lines[:4] == [
+    assert lines[:6] == [
+        "# cancelwire",
+        "",
         "```sh",
         "./scripts/install && .venv/bin/cancelwire audit sample_captures/",
         "./scripts/install --test && .venv/bin/python -m pytest",
@@ -42,3 +44,15 @@ def _timeless(text: str) -> str:
 
 def test_there_are_examples() -> None:
     assert len(EXAMPLES) >= 2
+
+
+PYTHON_EXAMPLE = re.compile(r"## Python API\n.*?```python\n(.*?)```\n```\n(.*?)```", re.S)
+
+
+def test_readme_python_example_prints_what_it_shows() -> None:
+    match = PYTHON_EXAMPLE.search((ROOT / "README.md").read_text())
+    assert match is not None
+    code, shown = match.groups()
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.stderr == ""
+    assert proc.stdout == shown

@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 from cancelwire import report
-from cancelwire.audit import audit
+from cancelwire.pipeline import audit
 from cancelwire.report import build, render
 from transcripts import Line, write_transcript
 

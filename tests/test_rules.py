@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cancelwire.audit import AuditOptions, audit
 from cancelwire.catalog import load_catalog
 from cancelwire.model import Vantage
+from cancelwire.pipeline import AuditOptions, audit
 from cancelwire.readers import ReadOptions
 from cancelwire.reconstruct import ReconstructOptions
 
