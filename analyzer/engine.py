@@ -23,7 +23,6 @@ from .model import (
     RequestTimeline,
     Revision,
     Session,
-    Severity,
     TimelineEntry,
     Transport,
 )
@@ -338,7 +337,3 @@ def _render(
     }
     text = template.format(**values)
     return f"{text}: {detail}" if detail else text
-
-
-def severity_at_least(finding: Finding, threshold: Severity) -> bool:
-    return finding.severity.rank >= threshold.rank

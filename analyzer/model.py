@@ -134,10 +134,29 @@ class CancelMechanism(StrEnum):
 
 
 class RevisionBasis(StrEnum):
+    """How the revision in force was established."""
+
     NEGOTIATED = "negotiated"
+    """From the initialize result's `protocolVersion`."""
     DECLARED = "declared"
+    """Declared by the recording (transcript header) or the request (`_meta`, version header)."""
     OVERRIDDEN = "overridden"
+    """`--protocol` on the command line."""
     ASSUMED = "assumed"
+    """Nothing said: no revision-specific rule applies."""
+
+
+class ToolEffect(StrEnum):
+    """What a tool may do, from its `tools/list` annotations (hints are the server's claim)."""
+
+    READ_ONLY = "read-only"
+    """`readOnlyHint: true`."""
+    SIDE_EFFECTING = "side-effecting"
+    """Annotated, but not read-only."""
+    UNKNOWN = "unknown"
+    """No annotations (or a tool `tools/list` never named): possibly destructive."""
+    NONE = "none"
+    """Not a tool call."""
 
 
 @record
@@ -164,6 +183,7 @@ class Message:
     """One JSON-RPC message, already classified."""
 
     kind: MessageKind
+    """Request, notification, result or error."""
     id: RequestId | None
     """The id; None for notifications and for an error whose request id could not be read."""
     method: str | None
@@ -184,12 +204,19 @@ class SessionStart:
     """
 
     seq: int
+    """Position in the source (the ordering key)."""
     ts: float | None
+    """Epoch seconds (UTC), if the source has times."""
     origin: Origin
+    """Where the session's first trace was read."""
     session_key: str
+    """Key shared by every event of the session."""
     transport: Transport
+    """How the peers talked."""
     vantage: Vantage
+    """Where the recording was made."""
     input_format: str
+    """Reader that read it."""
     label: str | None = None
     """Human name, e.g. the server name in a host log."""
     revision: Revision | None = None
@@ -202,12 +229,20 @@ class SessionStart:
 
 @record
 class MessageEvent:
+    """One JSON-RPC message as recorded."""
+
     seq: int
+    """Position in the source (the ordering key)."""
     ts: float | None
+    """Epoch seconds (UTC), if the source has times."""
     origin: Origin
+    """Where it was read."""
     session_key: str
+    """Its session."""
     direction: Direction
+    """Client to server, server to client, or unknown (the reader named that)."""
     message: Message
+    """The classified message."""
     stream: str | None = None
     """HTTP exchange (request/response stream) id on captures; None on stdio."""
     revision_hint: Revision | None = None
@@ -216,13 +251,22 @@ class MessageEvent:
 
 @record
 class TransportEvent:
+    """A transport fact (a stream opened, closed or reset; bytes; the recording's end)."""
+
     seq: int
+    """Position in the source (the ordering key)."""
     ts: float | None
+    """Epoch seconds (UTC), if the source has times."""
     origin: Origin
+    """Where it was read (a frame, on captures)."""
     session_key: str
+    """Its session."""
     kind: TransportKind
+    """What happened."""
     stream: str | None = None
+    """HTTP exchange it concerns; None for session-level facts."""
     detail: str = ""
+    """Short evidence text (e.g. the bytes written)."""
 
 
 @record
@@ -230,14 +274,21 @@ class Anomaly:
     """A named problem found by a reader or by reconstruction; a catalogue rule gives it meaning."""
 
     seq: int
+    """Position in the source (the ordering key)."""
     ts: float | None
+    """Epoch seconds (UTC), if known."""
     origin: Origin
+    """Where the problem was seen."""
     session_key: str | None
+    """Its session; None for problems of the input as a whole."""
     name: str
     """Stable dotted name, e.g. `input.non-json-line`; every name has a rule in `rules/`."""
     detail: str
+    """What exactly is wrong, for the finding's message."""
     request_id: RequestId | None = None
+    """The request it concerns, if any."""
     method: str | None = None
+    """That request's method, if known."""
     revision: Revision | None = None
     """Filled by reconstruction: the revision in force in the anomaly's session, if known."""
     transport: Transport | None = None
@@ -256,6 +307,8 @@ Event = SessionStart | MessageEvent | TransportEvent | Anomaly
 
 
 class EntryKind(StrEnum):
+    """What a timeline entry is; the vocabulary of rule selectors (`event = ...`)."""
+
     REQUEST = "request"
     PROGRESS = "progress"
     RELATED_MESSAGE = "related-message"
@@ -285,19 +338,28 @@ class Relation(StrEnum):
 
 @record
 class TimelineEntry:
+    """One message or transport fact on a request's timeline."""
+
     kind: EntryKind
+    """What it is."""
     side: Side | None
     """Who sent it; None for recording-level entries."""
     seq: int
+    """Position in the source (the ordering key)."""
     ts: float | None
+    """Epoch seconds (UTC), if the source has times."""
     origin: Origin
+    """Where it was read (the evidence)."""
     stream: str | None = None
+    """HTTP exchange that carried it; None on stdio."""
     method: str | None = None
+    """Method of a message entry (a verifying read: the read's tool); None for replies and transport facts."""
     relation: Relation | None = None
     """Relative to the timeline's cancel; None when the request was not cancelled."""
     certainty: Certainty = Certainty.EXACT
     """How sure `relation` is: EXACT from an ordering proof or the vantage, INFERRED from timing."""
     excerpt: str = ""
+    """Bounded raw text of the message, for evidence."""
     repeats: int = 1
     """How many messages or events this entry stands for. Past a request's entry limit, like entries
     (same kind, side, relation and certainty) are counted in one entry: its origin and time are the
@@ -306,10 +368,14 @@ class TimelineEntry:
 
 @record
 class CancelInfo:
+    """The cancel in force for a request (the first one its receiver had to act on)."""
+
     mechanism: CancelMechanism
+    """A `notifications/cancelled`, or the client's disconnect where the revision makes that the cancel."""
     entry: TimelineEntry
     """The cancel itself (the notification, or the client's close/reset of the stream)."""
     reason: str | None = None
+    """The notification's `reason`, if it gave a string."""
 
 
 @record
@@ -321,22 +387,33 @@ class RequestTimeline:
     """
 
     session_key: str
+    """Its session."""
     requester: Side
+    """Who sent the request (the two peers number their requests separately)."""
     request_id: RequestId
+    """The request's id, in the requester's id space."""
     method: str
+    """The request's method."""
     tool: str | None
     """Tool name for `tools/call`, else None."""
-    tool_effect: str
-    """`read-only`, `side-effecting` or `unknown` (from `tools/list` annotations); `none` for non-tools."""
+    tool_effect: ToolEffect
+    """What the tool may do (from `tools/list` annotations); `none` for non-tools."""
     progress_token: str | int | None
+    """`params._meta.progressToken`, if the request asked for progress."""
     revision: Revision | None
     """Revision in force for this exchange (per request in 2026-07-28)."""
     revision_basis: RevisionBasis
+    """How that revision was established."""
     transport: Transport
+    """The session's transport."""
     vantage: Vantage
+    """Where the recording was made (decides what ordering it can prove)."""
     stream: str | None
+    """HTTP exchange that carried the request; None on stdio."""
     entries: tuple[TimelineEntry, ...]
+    """Everything seen for the request, in source order (bounded; see `TimelineEntry.repeats`)."""
     cancel: CancelInfo | None
+    """The cancel in force, if any; a request can have both a reply and a cancel."""
     verified_by: TimelineEntry | None = None
     """For a cancelled side-effecting call: the later read's reply that could have checked the effect."""
     ended_by_recording: bool = False
@@ -345,44 +422,76 @@ class RequestTimeline:
 
 @record
 class Session:
+    """One recorded session between a client and a server, as reconstruction saw it."""
+
     key: str
+    """Unique within the audit."""
     source: str
+    """The input it was read from."""
     input_format: str
+    """Reader that read it."""
     transport: Transport
+    """How the peers talked."""
     vantage: Vantage
+    """Where the recording was made."""
     revision: Revision | None
+    """The session's revision (2026-07-28 exchanges may each declare their own)."""
     revision_basis: RevisionBasis
+    """How the revision was established."""
     label: str | None
+    """Human name, e.g. the server name in a host log."""
     client_info: Mapping[str, Any] | None
+    """The client's `clientInfo`, if it sent one."""
     server_info: Mapping[str, Any] | None
-    tool_effects: Mapping[str, str]
+    """The server's `serverInfo`, if it sent one."""
+    tool_effects: Mapping[str, ToolEffect]
+    """Tool name -> what `tools/list` annotations say it may do."""
     first_ts: float | None
+    """Time of the first timed event."""
     last_ts: float | None
+    """Latest time seen."""
     timestamps: bool
     """False when the input had no timestamps at all (ordering only)."""
     timestamps_ordered: bool
     """False when timestamps went backwards somewhere (log time, not wire time)."""
     requests: int
+    """Requests seen (both peers)."""
     messages: int
+    """Messages placed on the session (both directions)."""
 
 
 @record
 class Finding:
+    """One rule's verdict on one request (or session, or input)."""
+
     rule_id: str
+    """Stable id, e.g. `CW101`."""
     rule: str
+    """The rule's slug, e.g. `response-after-cancel`."""
     rule_rev: int
+    """The rule's revision number (bumped when its condition or severity changes)."""
     severity: Severity
+    """From the rule's level under the revision in force."""
     certainty: Certainty
+    """EXACT when the order is proven; INFERRED when it leans on timing."""
     session_key: str | None
+    """Its session; None for input-level problems."""
     request_id: RequestId | None
+    """The request it concerns, if any."""
     method: str | None
+    """That request's method, if known."""
     ts: float | None
+    """Time of the first event that proves it."""
     message: str
+    """The rendered finding text."""
     evidence: tuple[Origin, ...]
     """The first origins that prove it, bounded; `more_evidence` counts the rest."""
     revision: Revision | None
+    """Revision the rule was judged under."""
     level: Level | None = None
+    """The spec level (MUST/SHOULD/MAY) the rule has under that revision."""
     more_evidence: int = 0
+    """Origins that prove it beyond those in `evidence`."""
     tool: str | None = None
     """Tool name when the finding is about a `tools/call` (baseline fingerprints use it)."""
 
@@ -395,15 +504,27 @@ class Finding:
 
 @record
 class CancelledCall:
+    """What became of one cancelled request, as far as the recording can tell."""
+
     session_key: str
+    """Its session."""
     request_id: RequestId
+    """The cancelled request's id."""
     method: str
+    """The cancelled request's method."""
     tool: str | None
+    """Tool name for `tools/call`, else None."""
     mechanism: CancelMechanism
+    """How it was cancelled."""
     outcome: Outcome
+    """The verdict."""
     certainty: Certainty
+    """EXACT when the recording proves the order (or the end of the recording proves silence)."""
     explanation: str
     """One sentence saying why this outcome (which annotation or read it relied on)."""
     evidence: tuple[Origin, ...]
+    """The cancel, and the reply or the verifying read when there is one."""
     verified_by: Origin | None = None
+    """The later read that could have checked the effect (`verified-by-read`)."""
     timeline: RequestTimeline | None = None
+    """The request plus the entries around its cancel (bounded), for the report."""

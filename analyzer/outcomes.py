@@ -16,6 +16,7 @@ from .model import (
     Outcome,
     Relation,
     RequestTimeline,
+    ToolEffect,
 )
 
 _REPLIES = (EntryKind.RESULT, EntryKind.ERROR_RESULT)
@@ -56,7 +57,7 @@ def classify(timeline: RequestTimeline) -> CancelledCall | None:
     elif timeline.method != "tools/call":
         outcome = Outcome.CLEAN
         why = f"no reply after the cancel, and {timeline.method} is not a tool call"
-    elif timeline.tool_effect == "read-only":
+    elif timeline.tool_effect is ToolEffect.READ_ONLY:
         outcome = Outcome.CLEAN
         why = f"no reply after the cancel; tools/list marked {timeline.tool!r} readOnlyHint (the server's claim)"
     elif timeline.verified_by is not None:
@@ -66,7 +67,7 @@ def classify(timeline: RequestTimeline) -> CancelledCall | None:
         why = f"no reply; a later {timeline.verified_by.method} succeeded and could have checked the effect"
     else:
         outcome = Outcome.OUTCOME_UNVERIFIED
-        effect = "has no annotations" if timeline.tool_effect == "unknown" else "may have side effects"
+        effect = "has no annotations" if timeline.tool_effect is ToolEffect.UNKNOWN else "may have side effects"
         why = f"no reply, {timeline.tool!r} {effect}, and no later read checked what it did"
     return CancelledCall(
         session_key=timeline.session_key,

@@ -43,15 +43,5 @@ FACTS: dict[Revision, RevisionFacts] = {
 assert tuple(FACTS) == REVISIONS  # the table covers every known revision (a code invariant, not input)
 
 
-def known(revision: str | None) -> bool:
-    return revision in FACTS
-
-
 def facts(revision: Revision | None) -> RevisionFacts | None:
     return FACTS.get(revision) if revision else None
-
-
-def newest_at_or_before(revision: str) -> Revision | None:
-    """Map an unknown date-shaped version to the newest revision not after it (a draft → newest)."""
-    candidates = [r for r in REVISIONS if r <= revision]
-    return candidates[-1] if candidates else None

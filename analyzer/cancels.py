@@ -1,0 +1,75 @@
+"""What a cancel means: whose request it names, whether its sender may send it, and by which mechanism.
+
+Reconstruction calls these for every `notifications/cancelled` and every client disconnect; each
+returns the anomalies to report, and `disconnect` also makes the disconnect the request's cancel
+where the revision says it is one.
+"""
+
+from __future__ import annotations
+
+from . import holds
+from .finished import FinishedRequests
+from .model import Anomaly, CancelInfo, CancelMechanism, MessageEvent, Side, TimelineEntry, Transport, TransportEvent
+from .pending import PendingRequest, SessionState
+
+
+def stray_cancel(
+    session: SessionState,
+    finished: FinishedRequests,
+    event: MessageEvent,
+    sender: Side,
+    target: int | str,
+    other: PendingRequest | None,
+) -> Anomaly:
+    """A cancel whose target is not open: already answered, the other side's request, or never sent."""
+    tomb = finished.request(session.key, sender, target)
+    if tomb is not None:
+        gap = event.ts - tomb.ts if event.ts is not None and tomb.ts is not None else None
+        what = f"{sender} cancelled id {target!r} ({tomb.method}) after it was answered"
+        return session.anomaly(event, "cancel.after-completion", what, target, tomb.method, gap, requester=sender)
+    if other is not None:
+        what = f"{sender} cancelled id {target!r}, which is a request the {sender.other} sent"
+        return session.anomaly(event, "cancel.unknown-request", what, target, other.method, requester=sender.other)
+    what = f"{sender} cancelled id {target!r}, never sent"
+    return session.anomaly(event, "cancel.unknown-request", what, target, requester=sender)
+
+
+def cancel_problems(session: SessionState, event: MessageEvent, sender: Side, own: PendingRequest) -> list[Anomaly]:
+    """A cancel of an open request by a peer that may not cancel, or by the wrong mechanism."""
+    facts = session.facts_for(own.declared_revision)
+    if facts is None:
+        return []
+    problems = []
+    target, method, revision = own.request_id, own.method, facts.revision
+    if sender is Side.SERVER and not facts.server_may_cancel:
+        what = f"the server cancelled its own id {target!r}; in {revision} only the client cancels"
+        problems.append(session.anomaly(event, "cancel.unknown-request", what, target, method, requester=sender))
+    if session.start.transport is Transport.STREAMABLE_HTTP and not facts.http_notification_is_cancel:
+        what = (
+            f"notifications/cancelled POSTed for id {target!r}; in {revision} the client cancels by "
+            "closing the request's SSE stream"
+        )
+        problems.append(session.anomaly(event, "cancel.mechanism-mismatch", what, target, method, requester=sender))
+    return problems
+
+
+def disconnect(
+    session: SessionState, item: PendingRequest, entry: TimelineEntry, event: TransportEvent
+) -> Anomaly | None:
+    """The client closed a request's stream before its reply: the cancel where the revision says so
+    (2026-07-28), a mechanism mismatch where it says a disconnect is not a cancel (2025-03-26 to 2025-11-25)."""
+    facts = session.facts_for(item.declared_revision)
+    if facts is None or facts.http_disconnect_is_cancel:
+        if item.cancel is None:
+            item.cancel = CancelInfo(CancelMechanism.DISCONNECT, entry)
+            holds.hold(session, item)
+        return None
+    if facts.http_disconnect_is_cancel is False and item.cancel is None:
+        what = (
+            f"the client closed the stream of id {item.request_id!r} before its reply without POSTing "
+            f"notifications/cancelled; in {facts.revision} a disconnect is not a cancel"
+        )
+        return session.anomaly(
+            event, "cancel.mechanism-mismatch", what, item.request_id, item.method, requester=item.requester
+        )
+    return None

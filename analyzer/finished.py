@@ -1,0 +1,129 @@
+"""What reconstruction remembers of requests it has finalised, bounded per input.
+
+A late cancel, reply or progress notification names a request whose timeline is already gone. A small
+tombstone per finished request (method, last position) tells "after completion" from "never sent"; a
+finished progress token tells late progress from progress for an unknown token. Memory is bounded per
+input across its sessions: the oldest are forgotten first, and the first time that happens the
+`reconstruct.tombstones-forgotten` anomaly says so.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from enum import StrEnum
+
+from .model import Anomaly, MessageEvent, RequestId, Side, TimelineEntry
+from .pending import PendingRequest, SessionState
+
+
+@dataclass(slots=True)
+class Tombstone:
+    method: str
+    """Method of the finished request."""
+    seq: int
+    """Position of its last entry."""
+    ts: float | None
+    """Time of its last entry, if known."""
+    judged: bool = True
+    """False for a request flushed or superseded unanswered: a later reply to it is no anomaly."""
+
+
+class TokenState(StrEnum):
+    """What a progress token that names no open request belonged to."""
+
+    FINISHED = "finished"
+    """A request that finished: later progress for it is late."""
+    QUIET = "quiet"
+    """A task-augmented request (its progress goes on after its CreateTaskResult, Progress 2025-11-25)
+    or one flushed unjudged: later progress for it is no anomaly."""
+
+
+_RequestKey = tuple[str, Side, RequestId]
+_TokenKey = tuple[str, str | int]
+
+
+class FinishedRequests:
+    """Tombstones and finished progress tokens of one input's sessions, oldest first."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        """Finished requests (and, apart, their tokens) remembered before the oldest are forgotten."""
+        self._requests: OrderedDict[_RequestKey, Tombstone] = OrderedDict()
+        self._tokens: OrderedDict[_TokenKey, tuple[str, TokenState]] = OrderedDict()
+        self._forgetting = False
+
+    def request(self, session_key: str, requester: Side, request_id: RequestId) -> Tombstone | None:
+        return self._requests.get((session_key, requester, request_id))
+
+    def token(self, session_key: str, token: str | int) -> tuple[str, TokenState] | None:
+        """The method of the finished request that carried `token`, and what later progress means."""
+        return self._tokens.get((session_key, token))
+
+    def remember_token(self, session_key: str, token: str | int, method: str, state: TokenState) -> None:
+        tokens = self._tokens
+        key = (session_key, token)
+        if key in tokens:
+            del tokens[key]  # a token used again: its newest use goes to the end
+        tokens[key] = (method, state)
+        if len(tokens) > self.limit:
+            tokens.popitem(last=False)
+
+    def retire(self, session: SessionState, item: PendingRequest, *, judged: bool, own_token: bool) -> Anomaly | None:
+        """Remember a finalised request (and its progress token when it still owned it); the
+        `reconstruct.tombstones-forgotten` anomaly the first time an old tombstone had to go."""
+        last = item.log.newest
+        requests = self._requests
+        key = (session.key, item.requester, item.request_id)
+        if key in requests:
+            del requests[key]  # an id used again: its newest use goes to the end
+        requests[key] = Tombstone(item.method, last.seq, last.ts, judged)
+        forgot = len(requests) > self.limit
+        if forgot:
+            requests.popitem(last=False)
+        if own_token and item.progress_token is not None:
+            # a task's progress goes on after its CreateTaskResult (Progress, 2025-11-25)
+            state = TokenState.QUIET if item.is_task or not judged else TokenState.FINISHED
+            self.remember_token(session.key, item.progress_token, item.method, state)
+        if not forgot or self._forgetting:
+            return None
+        self._forgetting = True
+        return self._forgotten_anomaly(session, last)
+
+    def late_reply(
+        self, session: SessionState, event: MessageEvent, sender: Side, request_id: RequestId
+    ) -> Anomaly | None:
+        """A reply whose request is not open: already answered, or never sent."""
+        tomb = self.request(session.key, sender.other, request_id)
+        if tomb is not None and not tomb.judged:
+            return None  # the reply to a request we flushed unjudged (reported when it was flushed)
+        why = f"already answered ({tomb.method})" if tomb else "never requested"
+        what = f"{sender} replied to id {request_id!r}: {why}"
+        method = tomb.method if tomb else None
+        return session.anomaly(
+            event, "jsonrpc.response-to-unknown-id", what, request_id, method, requester=sender.other
+        )
+
+    def late_progress(self, session: SessionState, event: MessageEvent, token: str | int) -> Anomaly | None:
+        """Progress whose token names no open request: late, or for an unknown token."""
+        finished = self.token(session.key, token)
+        if finished is None:
+            return session.anomaly(event, "progress.unknown-token", f"progress for unknown token {token!r}")
+        method, state = finished
+        if state is TokenState.QUIET:
+            return None
+        what = f"progress for token {token!r} after its {method} finished"
+        return session.anomaly(event, "progress.after-completion", what, method=method)
+
+    def _forgotten_anomaly(self, session: SessionState, last: TimelineEntry) -> Anomaly:
+        return Anomaly(
+            seq=last.seq,
+            ts=last.ts,
+            origin=last.origin,
+            session_key=session.key,
+            name="reconstruct.tombstones-forgotten",
+            detail=f"more than {self.limit} finished requests in this input; the oldest are forgotten, so a very "
+            "late cancel, reply or progress for them reads as one for an unknown id",
+            revision=session.revision,
+            transport=session.start.transport,
+        )

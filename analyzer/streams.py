@@ -1,0 +1,61 @@
+"""Transport facts on HTTP exchange streams, placed on the timelines of the requests they carry.
+
+A capture sees each request's stream open, close or reset, and the bytes the server writes. A client
+disconnect before the reply is the cancel where the revision says so (`cancels.disconnect`); a stream
+that ends can let an answered request be finalised (`holds.settled`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from . import cancels, holds
+from .model import Anomaly, EntryKind, Side, TimelineEntry, TransportEvent, TransportKind
+from .pending import PendingRequest, SessionState
+
+_TRANSPORT_ENTRY: Mapping[TransportKind, tuple[EntryKind, Side | None]] = {
+    TransportKind.STREAM_OPENED: (EntryKind.STREAM_OPENED, Side.SERVER),
+    TransportKind.CLOSED_BY_CLIENT: (EntryKind.STREAM_CLOSED_BY_CLIENT, Side.CLIENT),
+    TransportKind.CLOSED_BY_SERVER: (EntryKind.STREAM_CLOSED_BY_SERVER, Side.SERVER),
+    TransportKind.RESET_BY_CLIENT: (EntryKind.STREAM_RESET_BY_CLIENT, Side.CLIENT),
+    TransportKind.RESET_BY_SERVER: (EntryKind.STREAM_RESET_BY_SERVER, Side.SERVER),
+    TransportKind.RECEIVE_WINDOW_ZERO: (EntryKind.RECEIVE_WINDOW_ZERO, Side.CLIENT),
+    TransportKind.SERVER_BYTES: (EntryKind.SERVER_BYTES, Side.SERVER),
+    TransportKind.RECORDING_ENDED: (EntryKind.RECORDING_ENDED, None),
+}
+_CLIENT_DISCONNECTS = (TransportKind.CLOSED_BY_CLIENT, TransportKind.RESET_BY_CLIENT)
+_STREAM_ENDS = (
+    TransportKind.CLOSED_BY_CLIENT,
+    TransportKind.CLOSED_BY_SERVER,
+    TransportKind.RESET_BY_CLIENT,
+    TransportKind.RESET_BY_SERVER,
+)
+
+
+def on_transport(session: SessionState, event: TransportEvent, emit: Callable[[Anomaly], None]) -> list[PendingRequest]:
+    """Put the event on every open request its stream carries; returns those now settled (to be
+    finalised); a cancel-mechanism anomaly goes to `emit`."""
+    mapped = _TRANSPORT_ENTRY.get(event.kind)
+    if mapped is None or event.stream is None:
+        return []  # process exit and session-level closes: facts about the session, not a request
+    entry_kind, side = mapped
+    settled = []
+    for key in list(session.streams.get(event.stream, ())):
+        item = session.open.get(key)
+        if item is None:
+            continue
+        entry = TimelineEntry(entry_kind, side, event.seq, event.ts, event.origin, event.stream, excerpt=event.detail)
+        if event.kind is TransportKind.STREAM_OPENED:
+            item.sse = True
+        if event.kind in _CLIENT_DISCONNECTS and not item.replied and not item.disconnected:
+            item.disconnected = True
+            session.held.setdefault(key, item)
+            mismatch = cancels.disconnect(session, item, entry, event)
+            if mismatch is not None:
+                emit(mismatch)
+        session.add_entry(item, entry)
+        if event.kind in _STREAM_ENDS:
+            item.stream_ended = True
+            if holds.settled(session, item):
+                settled.append(item)
+    return settled

@@ -1,0 +1,194 @@
+"""The rooms of reconstruction on their own: the entry log, the finished-requests memory, the revision
+in force, and the positional timeline constructor on the hot path."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+import pytest
+from cancelwire.entrylog import EntryLog
+from cancelwire.finished import FinishedRequests, TokenState
+from cancelwire.model import (
+    CancelInfo,
+    CancelMechanism,
+    Certainty,
+    EntryKind,
+    Origin,
+    Relation,
+    RevisionBasis,
+    SessionStart,
+    Side,
+    TimelineEntry,
+    ToolEffect,
+    Transport,
+    Vantage,
+)
+from cancelwire.pending import PendingRequest, SessionState
+
+
+def _entry(seq: int, kind: EntryKind = EntryKind.PROGRESS, relation: Relation | None = None) -> TimelineEntry:
+    return TimelineEntry(kind, Side.SERVER, seq, float(seq), Origin("f", line=seq), relation=relation)
+
+
+def _session(transport: Transport = Transport.STDIO) -> SessionState:
+    start = SessionStart(
+        seq=0,
+        ts=0.0,
+        origin=Origin("f", line=1),
+        session_key="s",
+        transport=transport,
+        vantage=Vantage.PROXY,
+        input_format="cancelwire-transcript",
+    )
+    return SessionState(start)
+
+
+def _request(request_id: int = 1, *, declared: str | None = None, limit: int = 256) -> PendingRequest:
+    return PendingRequest(
+        requester=Side.CLIENT,
+        request_id=request_id,
+        method="tools/call",
+        seq=1,
+        tool="write",
+        progress_token="tok",
+        is_task=False,
+        stream="exchange-3",
+        declared_revision=declared,
+        log=EntryLog(limit),
+    )
+
+
+def test_entry_log_keeps_the_first_entries_then_counts_like_ones_in_runs() -> None:
+    log = EntryLog(3)
+    for seq in range(1, 4):
+        log.add(_entry(seq))
+    for seq in range(4, 8):  # before the cancel: one run
+        log.add(_entry(seq))
+    log.add(_entry(8, EntryKind.CANCEL))
+    for seq in range(9, 12):  # after the cancel: a run of its own, never merged with the one before
+        log.add(_entry(seq, relation=Relation.AFTER))
+    frozen = log.freeze()
+    assert [(e.seq, e.kind, e.relation, e.repeats) for e in frozen] == [
+        (1, EntryKind.PROGRESS, None, 1),
+        (2, EntryKind.PROGRESS, None, 1),
+        (3, EntryKind.PROGRESS, None, 1),
+        (4, EntryKind.PROGRESS, None, 4),
+        (8, EntryKind.CANCEL, None, 1),
+        (9, EntryKind.PROGRESS, Relation.AFTER, 3),
+    ]
+    assert log.newest.seq == 11  # the newest counted entry, though the last kept one is older
+
+
+def test_finished_requests_forget_the_oldest_and_say_so_once_per_input() -> None:
+    finished = FinishedRequests(limit=2)
+    session = _session()
+    said = []
+    for request_id in range(1, 5):
+        item = _request(request_id)
+        item.log.add(_entry(request_id))
+        said.append(finished.retire(session, item, judged=True, own_token=False))
+    assert [a.name if a else None for a in said] == [None, None, "reconstruct.tombstones-forgotten", None]
+    assert [finished.request("s", Side.CLIENT, i) is not None for i in range(1, 5)] == [False, False, True, True]
+
+
+def test_finished_tokens_of_tasks_and_unjudged_requests_are_quiet() -> None:
+    finished = FinishedRequests(limit=10)
+    session = _session()
+    for request_id, (is_task, judged) in enumerate([(False, True), (True, True), (False, False)], start=1):
+        item = _request(request_id)
+        item.progress_token = f"t{request_id}"
+        item.is_task = is_task
+        item.log.add(_entry(request_id))
+        finished.retire(session, item, judged=judged, own_token=True)
+    states = [finished.token("s", f"t{i}") for i in (1, 2, 3)]
+    assert states == [
+        ("tools/call", TokenState.FINISHED),
+        ("tools/call", TokenState.QUIET),
+        ("tools/call", TokenState.QUIET),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("steps", "declared", "expected"),
+    [
+        ([], None, (None, RevisionBasis.ASSUMED)),
+        ([("2025-06-18", RevisionBasis.DECLARED)], None, ("2025-06-18", RevisionBasis.DECLARED)),
+        # a negotiation beats a declaration, a later declaration does not replace it
+        (
+            [("2025-06-18", RevisionBasis.DECLARED), ("2025-11-25", RevisionBasis.NEGOTIATED)],
+            None,
+            ("2025-11-25", RevisionBasis.NEGOTIATED),
+        ),
+        (
+            [("2025-11-25", RevisionBasis.NEGOTIATED), ("2025-06-18", RevisionBasis.DECLARED)],
+            None,
+            ("2025-11-25", RevisionBasis.NEGOTIATED),
+        ),
+        # a second initialize renegotiates
+        (
+            [("2025-06-18", RevisionBasis.NEGOTIATED), ("2025-11-25", RevisionBasis.NEGOTIATED)],
+            None,
+            ("2025-11-25", RevisionBasis.NEGOTIATED),
+        ),
+        # a request's own declaration (2026-07-28 _meta) judges its exchange ...
+        ([("2025-11-25", RevisionBasis.NEGOTIATED)], "2026-07-28", ("2026-07-28", RevisionBasis.DECLARED)),
+        # ... unless --protocol overrides everything
+        (
+            [("2025-03-26", RevisionBasis.OVERRIDDEN), ("2025-11-25", RevisionBasis.NEGOTIATED)],
+            "2026-07-28",
+            ("2025-03-26", RevisionBasis.OVERRIDDEN),
+        ),
+    ],
+)
+def test_the_revision_in_force_is_decided_in_one_place(
+    steps: list[tuple[str, RevisionBasis]], declared: str | None, expected: tuple[str | None, RevisionBasis]
+) -> None:
+    session = _session()
+    for revision, basis in steps:
+        session.learn_revision(revision, basis)
+    assert session.revision_for(declared) == expected
+
+
+def test_the_positional_timeline_constructor_puts_every_field_in_its_place() -> None:
+    session = _session(Transport.STREAMABLE_HTTP)
+    session.learn_revision("2025-06-18", RevisionBasis.NEGOTIATED)
+    session.tool_effects["write"] = ToolEffect.SIDE_EFFECTING
+    item = _request(7, declared="2025-11-25")
+    request = _entry(1, EntryKind.REQUEST)
+    item.log.add(request)
+    item.cancel = CancelInfo(CancelMechanism.NOTIFICATION, _entry(2, EntryKind.CANCEL), "user")
+    item.verified_by = _entry(3, EntryKind.RESULT)
+    timeline = session.timeline(item, ended=True)
+    assert {f.name: getattr(timeline, f.name) for f in fields(timeline)} == {
+        "session_key": "s",
+        "requester": Side.CLIENT,
+        "request_id": 7,
+        "method": "tools/call",
+        "tool": "write",
+        "tool_effect": ToolEffect.SIDE_EFFECTING,
+        "progress_token": "tok",
+        "revision": "2025-11-25",
+        "revision_basis": RevisionBasis.DECLARED,
+        "transport": Transport.STREAMABLE_HTTP,
+        "vantage": Vantage.PROXY,
+        "stream": "exchange-3",
+        "entries": (request,),
+        "cancel": item.cancel,
+        "verified_by": item.verified_by,
+        "ended_by_recording": True,
+    }
+
+
+def test_add_entry_tags_entries_after_the_cancel_once() -> None:
+    session = _session()
+    item = _request()
+    session.add_entry(item, _entry(1, EntryKind.REQUEST))
+    cancel = TimelineEntry(EntryKind.CANCEL, Side.CLIENT, 2, 2.0, Origin("f", line=2))
+    item.cancel = CancelInfo(CancelMechanism.NOTIFICATION, cancel)
+    session.add_entry(item, cancel)
+    session.add_entry(item, _entry(3, EntryKind.RESULT))
+    assert [(e.relation, e.certainty) for e in item.log.entries] == [
+        (None, Certainty.EXACT),
+        (None, Certainty.EXACT),
+        (Relation.AFTER, Certainty.INFERRED),  # a second later, seen from a proxy: past its 50 ms window
+    ]
