@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -83,14 +84,19 @@ class AtomicOutput:
         if self.direct:
             return
         try:
-            fd, name = tempfile.mkstemp(
-                prefix=f".{self.path.name}.", suffix=f".cancelwire-tmp{self.path.suffix}", dir=self.path.parent
-            )
+            with _signals_held():  # a Ctrl-C or SIGTERM between creating and naming it would leak it
+                fd, name = tempfile.mkstemp(
+                    prefix=f".{self.path.name}.", suffix=f".cancelwire-tmp{self.path.suffix}", dir=self.path.parent
+                )
+                self.temp = Path(name)
+            os.close(fd)
+            os.chmod(self.temp, stat.S_IMODE(existing) if existing is not None else _default_mode())
         except OSError as exc:
+            self.discard()
             raise self.error(exc) from None
-        os.close(fd)
-        self.temp = Path(name)
-        os.chmod(self.temp, stat.S_IMODE(existing) if existing is not None else _default_mode())
+        except BaseException:  # the held signal arrives as the block ends: the caller never sees this object
+            self.discard()
+            raise
 
     @property
     def writing(self) -> Path:
@@ -114,6 +120,17 @@ class AtomicOutput:
             with contextlib.suppress(FileNotFoundError):
                 self.temp.unlink()
             self.temp = None
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait until the block ends (they are delivered, not lost)."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _mode(path: Path) -> int | None:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cancelwire import cli
@@ -209,3 +210,22 @@ def test_explain_of_a_user_rule_is_inert(tmp_path: Path) -> None:
     proc = run("explain", "ACME101", "--rules", str(tmp_path))
     assert proc.returncode == 0
     assert proc.stdout.splitlines()[1].startswith("\\x1b]0;owned\\x07The receiver sent the result")
+
+
+def test_a_signal_just_after_the_temp_file_is_made_does_not_leak_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The worst moment: the temp file exists but has no name yet in cancelwire's hands."""
+    import tempfile
+
+    real = tempfile.mkstemp
+
+    def made_then_terminated(*args: Any, **kwargs: Any) -> tuple[int, str]:
+        made = real(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)  # handled by main's handler: no real termination
+        return made
+
+    monkeypatch.setattr(tempfile, "mkstemp", made_then_terminated)
+    assert cli.main(["audit", CLEAN, "-o", str(tmp_path / "r.txt")]) == 143
+    assert capsys.readouterr().err == "cancelwire: terminated (SIGTERM); nothing was left half-written\n"
+    assert list(tmp_path.iterdir()) == []
