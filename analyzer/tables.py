@@ -23,6 +23,12 @@ Columns:
     progress        number of progress notifications
     entries         number of messages and transport events on the request's timeline
     first_evidence  where the request was read (file:line or file#frame)
+
+In CSV, a text cell (every column above but the numbers, timestamps and `cancelled`) that begins with
+`=`, `+`, `-`, `@`, tab or carriage return gets a leading single quote, so a spreadsheet shows the
+recorded text instead of running it as a formula (OWASP "CSV Injection"): a method named
+`=HYPERLINK(...)` is written `'=HYPERLINK(...)`, and a request id of -1 as `'-1`. Parquet keeps the
+values exactly as recorded.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from typing import Any
 import pandas as pd
 
 from .errors import CancelwireError
+from .inert import CSV_FORMULA_STARTS, csv_cell
 from .model import CancelledCall, EntryKind, RequestTimeline
 
 CHUNK_ROWS = 50_000
@@ -93,6 +100,18 @@ def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return data.astype(COLUMNS)
 
 
+def spreadsheet_safe(data: pd.DataFrame) -> pd.DataFrame:
+    """`data` with every text cell that a spreadsheet would take for a formula quoted (`inert.csv_cell`);
+    numbers, booleans and timestamps are left as they are."""
+    for column, dtype in COLUMNS.items():
+        if dtype in ("string", "category"):
+            values = data[column].astype("string")
+            risky = values.str.startswith(CSV_FORMULA_STARTS).fillna(False).astype(bool)
+            if risky.any():
+                data[column] = values.mask(risky, values[risky].map(csv_cell))
+    return data
+
+
 class ExchangeWriter:
     """Appends exchange rows to a CSV or Parquet file, one chunk at a time."""
 
@@ -123,7 +142,7 @@ class ExchangeWriter:
         data = frame(self.rows)
         self.rows = []
         if self.path.suffix == ".csv":
-            data.to_csv(self.path, mode="a", header=self.written == 0, index=False)
+            spreadsheet_safe(data).to_csv(self.path, mode="a", header=self.written == 0, index=False)
         else:
             import pyarrow as pa
 
