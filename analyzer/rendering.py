@@ -4,14 +4,19 @@ Each environment has a `finalize` that passes every `{{ value }}` through `inert
 for text, inert Markdown for md, terminal escapes then autoescape for HTML), so a template line added
 later cannot forget it. Numbers pass as they are. The only way out is `| safe` (jinja2's `Markup`), for
 markup the template itself built, never for a value from a recording.
+
+The Markdown report is a pull-request comment, and GitHub refuses one over 65,536 characters: it stays
+under `MARKDOWN_LIMIT` whatever the audit. Each recorded value is clipped to `MARKDOWN_VALUE_CHARS`, and
+every list in the template goes through `fit()`, which stops handing out items once the text written so
+far passes the budget; the template then says how many of each were left out.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from typing import Any, Generic, TextIO, TypeVar
 
 import jinja2
 from markupsafe import Markup
@@ -20,6 +25,12 @@ from . import inert
 from .files import data_dir
 
 TEMPLATES = {"text": "report.txt.j2", "md": "report.md.j2", "html": "report.html.j2"}
+MARKDOWN_LIMIT = 60_000
+#: Room kept after the lists for what follows them (the cut line, how the report was made).
+MARKDOWN_TAIL = 6_000
+MARKDOWN_VALUE_CHARS = 400
+
+T = TypeVar("T")
 
 
 def _finalizer(make_inert: Callable[[str], str]) -> Callable[[Any], Any]:
@@ -32,7 +43,13 @@ def _finalizer(make_inert: Callable[[str], str]) -> Callable[[Any], Any]:
     return finalize
 
 
-_INERT: dict[str, Callable[[str], str]] = {"text": inert.terminal, "md": inert.markdown, "html": inert.terminal}
+def _markdown_value(text: str) -> str:
+    if len(text) > MARKDOWN_VALUE_CHARS:
+        text = f"{text[:MARKDOWN_VALUE_CHARS]}… ({len(text) - MARKDOWN_VALUE_CHARS} more characters)"
+    return inert.markdown(text)
+
+
+_INERT: dict[str, Callable[[str], str]] = {"text": inert.terminal, "md": _markdown_value, "html": inert.terminal}
 
 
 def environment(fmt: str) -> jinja2.Environment:
@@ -61,3 +78,68 @@ def where(evidence: Mapping[str, Any]) -> str:
     if "line" in evidence:
         return f"{evidence['source']}:{evidence['line']}"
     return str(evidence["source"])
+
+
+def write(report: Mapping[str, Any], fmt: str, out: TextIO) -> None:
+    """Text and HTML are written as they are produced; Markdown is fitted under `MARKDOWN_LIMIT` first."""
+    if fmt == "md":
+        out.write(markdown(report))
+        return
+    for chunk in environment(fmt).get_template(TEMPLATES[fmt]).generate(report=report):
+        out.write(chunk)
+
+
+def markdown(report: Mapping[str, Any]) -> str:
+    """The Markdown report in at most `MARKDOWN_LIMIT` characters. A list stops one item after the
+    budget is passed, so an oversized last item can overshoot it: then the lists get less room and the
+    report is made again (a few times at most; as a last resort it is cut at a line with a note)."""
+    template = environment("md").get_template(TEMPLATES["md"])
+    budget = MARKDOWN_LIMIT - MARKDOWN_TAIL
+    for _ in range(4):
+        text = _fitted(template, report, budget)
+        if len(text) <= MARKDOWN_LIMIT:
+            return text
+        budget -= len(text) - MARKDOWN_LIMIT + 1_000
+    note = "\n\n_The report was cut here to fit a comment; `--format json` lists everything._\n"
+    return text[: text.rfind("\n", 0, MARKDOWN_LIMIT - len(note))] + note
+
+
+def _fitted(template: jinja2.Template, report: Mapping[str, Any], budget: int) -> str:
+    written = _Written(budget)
+    for chunk in template.generate(report=report, fit=written.fit):
+        written.add(chunk)
+    return "".join(written.parts)
+
+
+class _Written:
+    """The Markdown text so far, and the lists that stop once it passes `budget` characters."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget, self.size, self.parts = budget, 0, list[str]()
+
+    def add(self, chunk: str) -> None:
+        self.parts.append(chunk)
+        self.size += len(chunk)
+
+    def fit(self, items: Collection[T], total: int | None = None, until: float = 1.0) -> Fitted[T]:
+        """`items` until the report reaches the share `until` of the budget (so a huge list leaves room
+        for the next ones); `total`: how many there are in all (default: all of `items`)."""
+        return Fitted(items, self, len(items) if total is None else total, int(self.budget * until))
+
+
+class Fitted(Generic[T]):
+    """The items of a list while the report has room: `shown` were handed out, `left` of `total` were not."""
+
+    def __init__(self, items: Iterable[T], written: _Written, total: int, budget: int) -> None:
+        self.items, self.written, self.total, self.budget, self.shown = items, written, total, budget, 0
+
+    def __iter__(self) -> Iterator[T]:
+        for item in self.items:
+            if self.written.size >= self.budget:
+                return
+            self.shown += 1
+            yield item
+
+    @property
+    def left(self) -> int:
+        return self.total - self.shown

@@ -24,6 +24,7 @@ SCHEMA_VERSION = 1
 FORMATS = ("text", "json", "md", "html")
 SHOWN_PER_RULE = 200
 SHOWN_PER_OUTCOME = 200
+MARKDOWN_SHOWN_PER_KEY = 25
 
 T = TypeVar("T")
 
@@ -200,7 +201,7 @@ class _Listed(Generic[T]):
 
 def build(result: AuditResult) -> dict[str, Any]:
     """The whole report as plain data (every list included: for tests and small audits)."""
-    report = _build(result, capped=False)
+    report = _build(result, "json")
     report["cancellations"] = list(report["cancellations"])
     report["findings"] = list(report["findings"])
     return report
@@ -222,17 +223,27 @@ def _run(made: HowMade) -> dict[str, Any]:
     }
 
 
-def _build(result: AuditResult, capped: bool) -> dict[str, Any]:
-    """`capped`: list the first `SHOWN_PER_RULE` findings of each rule and `SHOWN_PER_OUTCOME` cancelled
-    calls of each outcome, for the reports people read (JSON lists all)."""
+def _shown(fmt: str) -> tuple[int | None, int | None]:
+    """How many findings of each rule and cancelled calls of each outcome the `fmt` report lists."""
+    if fmt == "json":
+        return None, None
+    if fmt == "md":
+        return MARKDOWN_SHOWN_PER_KEY, MARKDOWN_SHOWN_PER_KEY
+    return SHOWN_PER_RULE, SHOWN_PER_OUTCOME
+
+
+def _build(result: AuditResult, fmt: str) -> dict[str, Any]:
+    """The report for `fmt`: JSON lists everything, the others the first findings of each rule and
+    cancelled calls of each outcome (fewer in Markdown, a pull-request comment)."""
+    per_rule, per_outcome = _shown(fmt)
     counts = result.counts()
-    findings = _Listed(result.findings, _finding, lambda f: f.rule, counts["rule"], SHOWN_PER_RULE if capped else None)
+    findings = _Listed(result.findings, _finding, lambda f: f.rule, counts["rule"], per_rule)
     cancellations = _Listed(
         result.cancellations,
         _cancellation,
         lambda c: c.outcome.value,
         counts["outcome"],
-        SHOWN_PER_OUTCOME if capped else None,
+        per_outcome,
     )
     report = {
         "schema_version": SCHEMA_VERSION,
@@ -268,7 +279,7 @@ def _build(result: AuditResult, capped: bool) -> dict[str, Any]:
             "by_rule": dict(sorted(counts["rule"].items())),
         },
     }
-    if capped:
+    if fmt != "json":
         report["findings_not_shown"] = findings.not_shown()
         report["cancellations_not_shown"] = cancellations.not_shown()
     return report
@@ -284,13 +295,11 @@ def write(result: AuditResult, fmt: str, out: TextIO) -> None:
     """Write the report as it is produced: memory follows one cancelled call or finding, not all of them.
     The reports people read list the first `SHOWN_PER_RULE` findings of each rule and `SHOWN_PER_OUTCOME`
     cancelled calls of each outcome, and say how many more there are; JSON lists all."""
-    report = _build(result, capped=fmt != "json")
+    report = _build(result, fmt)
     if fmt == "json":
         _write_json(report, out)
         return
-    stream = rendering.environment(fmt).get_template(rendering.TEMPLATES[fmt]).generate(report=report)
-    for chunk in stream:
-        out.write(chunk)
+    rendering.write(report, fmt, out)
 
 
 def _write_json(report: dict[str, Any], out: TextIO) -> None:

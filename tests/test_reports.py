@@ -12,7 +12,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from cancelwire import report
+from cancelwire import __version__, rendering, report
 from cancelwire.pipeline import audit
 from cancelwire.report import build, render
 from transcripts import Line, write_transcript
@@ -147,7 +147,7 @@ def test_markdown_report_of_a_hostile_recording_is_inert(tmp_path: Path, monkeyp
     for line in [
         rf"| {where}\:5 | 1 | tools\/call {tool} | notification | **outcome\-unverified** (exact) "
         rf"| no reply\, \'{tool}\' has no annotations\, and no later read checked what it did |",
-        rf"| warning | CW108 request\-never\-answered | {where}\:6 | {method} \(id 2\) got no reply and no cancel"
+        rf"| CW108 request\-never\-answered | {where}\:6 | {method} \(id 2\) got no reply and no cancel"
         r" before the recording ended \(0\.000 s later\) | exact |",
     ]:
         assert line in lines
@@ -193,6 +193,7 @@ def test_reports_people_read_list_the_first_cancelled_calls_of_each_outcome(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(report, "SHOWN_PER_OUTCOME", 4)
+    monkeypatch.setattr(report, "MARKDOWN_SHOWN_PER_KEY", 4)
     result = audit([str(_many_cancels(tmp_path, 30))])
     document = json.loads(render(result, "json"))
     assert sorted(c["request_id"] for c in document["cancellations"]) == list(range(1, 31))
@@ -214,4 +215,57 @@ def test_reports_people_read_list_the_first_cancelled_calls_of_each_outcome(
 
     md = render(result, "md")
     assert len(re.findall(r"^\| \S*many\\\.jsonl\\:\d+ \| \d+ \| tools\\/call t \|", md, re.MULTILINE)) == 8
-    assert "… and 16 more outcome\\-unverified cancelled calls not listed here" in md
+    assert "**Not listed here**, to keep this comment short: 6 of 10 findings, 22 of 30 cancelled calls." in md
+
+
+def _fleet(tmp_path: Path, recordings: int) -> list[str]:
+    """One recording with 3000 cancelled calls, and `recordings` more that each leave a request with a
+    5000-character method name (mentions all the way) unanswered."""
+    paths = [str(_many_cancels(tmp_path, 3000))]
+    init = {"protocolVersion": "2025-11-25"}
+    for n in range(recordings):
+        lines: list[Line] = [
+            (1.0, "c2s", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}),
+            (1.1, "s2c", {"jsonrpc": "2.0", "id": 0, "result": init}),
+            (2.0, "c2s", {"jsonrpc": "2.0", "id": 1, "method": "@x" * 2500}),
+        ]
+        paths.append(str(write_transcript(tmp_path / f"r{n:03}.jsonl", lines)))
+    return paths
+
+
+def test_markdown_report_fits_a_comment_whatever_the_audit_and_says_what_it_left_out(tmp_path: Path) -> None:
+    result = audit(_fleet(tmp_path, 300))
+    summary = build(result)["summary"]
+    md = render(result, "md")
+    assert len(md) <= rendering.MARKDOWN_LIMIT
+    lines = md.splitlines()
+    assert lines[:3] == [
+        "## cancelwire audit",
+        "",
+        f"**0** error(s), **{summary['by_severity']['warning']}** warning(s), **0** info · 301 session(s), "
+        f"3601 request(s), 3000 cancelled call(s) · cancelwire {__version__.replace('.', chr(92) + '.')}",
+    ]
+    assert "@x" not in md
+    clipped = re.compile(r"\| (\\@&#8203;x){200}… \\\(4\d{3} more characters\\\) \|")
+    assert any(clipped.search(line) for line in lines)  # each value clipped to 400 characters
+    # rows per collapsed list (the header line counts as one)
+    rows = {section.split("</summary>")[0]: section.count("\n| ") - 1 for section in md.split("<summary>")[1:]}
+    findings, calls, sessions = rows["1300 warning(s)"], rows["Cancelled calls (3000)"], rows["Sessions (301)"]
+    assert findings and calls and sessions  # every list got some room
+    not_listed = (
+        f"**Not listed here**, to keep this comment short: {summary['findings'] - findings} of "
+        f"{summary['findings']} findings, {3000 - calls} of 3000 cancelled calls, {301 - sessions} of 301 sessions."
+        " `--format json` lists every one."
+    )
+    assert not_listed in lines
+
+
+def test_markdown_report_stays_under_its_limit_when_rows_are_large(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rendering, "MARKDOWN_LIMIT", 6_000)
+    monkeypatch.setattr(rendering, "MARKDOWN_TAIL", 500)  # far too little: the report is made again, smaller
+    md = render(audit(_fleet(tmp_path, 20)[1:]), "md")
+    assert len(md) <= 6_000
+    assert "**Not listed here**, to keep this comment short: " in md
+    assert md.endswith("</details>\n")  # cut between lists, not in the middle of one
