@@ -39,11 +39,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
+from loopback import loopback_capture  # scripts/ is on the path when this script runs
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench-data"
@@ -855,39 +855,6 @@ def count_frames(path: Path) -> int:
     return out.stdout.count(b"\n")
 
 
-@contextlib.contextmanager
-def tshark_capture(out: Path, port: int) -> Iterator[None]:
-    errpath = out.with_suffix(".tshark.log")
-    with errpath.open("w+") as err:
-        proc = subprocess.Popen(
-            [TSHARK, "-i", "lo", "-B", "256", "-f", f"tcp port {port}", "-w", str(out)],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
-        deadline = time.monotonic() + 20
-        while "Capturing on" not in errpath.read_text(errors="replace"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                proc.wait()
-                raise RuntimeError(f"tshark did not start capturing: {errpath.read_text(errors='replace')}")
-            time.sleep(0.05)
-        time.sleep(0.5)
-        try:
-            yield
-        finally:
-            time.sleep(0.8)
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-    dropped = [line for line in errpath.read_text(errors="replace").splitlines() if "dropped" in line]
-    if dropped:
-        print(f"  (tshark: {dropped[-1].strip()})", flush=True)
-    errpath.unlink(missing_ok=True)
-
-
 def capture_http(out: Path, target_calls: int, workers: int) -> _Counts:
     port = _free_port()
     server = subprocess.Popen(
@@ -900,8 +867,12 @@ def capture_http(out: Path, target_calls: int, workers: int) -> _Counts:
         assert server.stdout is not None
         if server.stdout.readline().strip() != b"READY":
             raise RuntimeError("the benchmark HTTP server did not start")
-        with tshark_capture(out, port):
-            return asyncio.run(_client_main(port, target_calls, MAX_CAPTURE_SECONDS, workers))
+        with loopback_capture(out, f"tcp port {port}", buffer_mb=256) as cap:
+            counts = asyncio.run(_client_main(port, target_calls, MAX_CAPTURE_SECONDS, workers))
+        dropped = [line for line in cap.stderr.splitlines() if "dropped" in line]
+        if dropped:
+            print(f"  (tshark: {dropped[-1].strip()})", flush=True)
+        return counts
     finally:
         server.send_signal(signal.SIGINT)
         try:

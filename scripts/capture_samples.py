@@ -38,6 +38,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from loopback import CaptureError, loopback_capture
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "sample_captures" / "http"
 PEERS = ROOT / "scripts" / "peers"
@@ -143,38 +147,13 @@ def run_client(name: str, argv: list[str], logdir: Path, timeout: float = 40.0) 
 
 @contextlib.contextmanager
 def capture(out: Path, bpf: str, logdir: Path) -> Iterator[None]:
-    """tshark on lo with a capture filter; waits until it is really capturing; SIGINT at the end."""
-    if out.exists():
-        out.unlink()
-    errpath = logdir / f"tshark-{out.stem}.stderr"
-    err = open(errpath, "w+")  # noqa: SIM115
-    p = subprocess.Popen([TSHARK, "-i", "lo", "-f", bpf, "-w", str(out)], stdout=subprocess.DEVNULL, stderr=err)
-    deadline = time.monotonic() + 15
-    while True:
-        err.flush()
-        text = errpath.read_text(errors="replace")
-        if "Capturing on" in text:
-            break
-        if p.poll() is not None or time.monotonic() > deadline:
-            if p.poll() is None:
-                p.kill()
-                p.wait(5)
-            raise ScenarioError(f"tshark did not start capturing: {text}")
-        time.sleep(0.05)
-    time.sleep(0.5)  # "Capturing on" is printed as the capture starts; leave a margin
+    """tshark on lo with a capture filter (scripts/loopback.py); its stderr is kept in `logdir`."""
     try:
-        yield
-    finally:
-        time.sleep(0.6)  # let the last FIN/ACK/RST land
-        p.send_signal(signal.SIGINT)
-        try:
-            p.wait(10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(5)
-        err.close()
-    if not out.exists():
-        raise ScenarioError(f"tshark wrote no {out.name}: {errpath.read_text()}")
+        with loopback_capture(out, bpf) as cap:
+            yield
+    except CaptureError as exc:
+        raise ScenarioError(str(exc)) from exc
+    (logdir / f"tshark-{out.stem}.stderr").write_text(cap.stderr)
 
 
 def tshark_fields(path: Path, display_filter: str, fields: list[str], extra: list[str] | None = None) -> list[str]:

@@ -176,6 +176,53 @@ class RawHttp:
         self.s.close()
 
 
+def expect(c: RawHttp, status: int, what: str) -> None:
+    """The response head of what `c` just sent has this status, or the scenario fails."""
+    if c.head() != status:
+        raise cs.ScenarioError(f"{what} got {c.status}, not {status}")
+
+
+def handshake_2025(a: RawHttp) -> dict[str, str]:
+    """HAND-WRITTEN 2025-11-25 client set-up on `a`: initialize (200 with Mcp-Session-Id), then
+    notifications/initialized (202), on one keep-alive connection. Returns the headers every later
+    request of the session carries."""
+    params = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "cancelwire-fixture-client", "version": "0"},
+    }
+    a.send("POST", jsonrpc({"id": 1, "method": "initialize", "params": params}), {})
+    expect(a, 200, "initialize")
+    a.rest()
+    hdrs = {"Mcp-Session-Id": a.headers.get("mcp-session-id", ""), "MCP-Protocol-Version": "2025-11-25"}
+    a.send("POST", jsonrpc({"method": "notifications/initialized"}), hdrs)
+    expect(a, 202, "initialized")
+    a.rest()
+    return hdrs
+
+
+def call_tool(a: RawHttp, req_id: int, tool: str, arguments: dict[str, Any], hdrs: dict[str, str] | None) -> None:
+    """POST tools/call with progress token `req_id`: in the session of `hdrs` (2025-11-25), or at
+    2026-07-28 (no session, the revision in `_meta` and the Mcp-Method/Mcp-Name headers) when None."""
+    if hdrs is None:
+        meta = meta_2026(token=req_id)
+        hdrs = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool}
+    else:
+        meta = {"progressToken": req_id}
+    params = {"name": tool, "arguments": arguments, "_meta": meta}
+    a.send("POST", jsonrpc({"id": req_id, "method": "tools/call", "params": params}), hdrs)
+
+
+def post_cancel(port: int, req_id: int, hdrs: dict[str, str]) -> None:
+    """POST notifications/cancelled for `req_id` on a connection of its own; expects 202."""
+    b = RawHttp(port)
+    cancel = {"method": "notifications/cancelled", "params": {"requestId": req_id, "reason": "caller cancelled"}}
+    b.send("POST", jsonrpc(cancel), hdrs)
+    expect(b, 202, "the cancel")
+    b.rest()
+    b.close()
+
+
 def read_request(conn: socket.socket) -> tuple[str, dict[str, str], bytes]:
     """Server side: one request head and its Content-Length body (hand-written servers only)."""
     raw = b""
@@ -386,59 +433,16 @@ def raw_2025_client(port: int, how: str) -> None:
     (`how="cancel"`, what the SDK client does too), or just close the connection without a cancel
     (`how="disconnect"`, which no SDK client does at 2025-11-25)."""
     a = RawHttp(port)
-    a.send(
-        "POST",
-        jsonrpc(
-            {
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "cancelwire-fixture-client", "version": "0"},
-                },
-            }
-        ),
-        {},
-    )
-    if a.head() != 200:
-        raise cs.ScenarioError(f"initialize got {a.status}")
-    sid = a.headers.get("mcp-session-id", "")
-    a.rest()
-    hdrs = {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
-    a.send("POST", jsonrpc({"method": "notifications/initialized"}), hdrs)
-    if a.head() != 202:
-        raise cs.ScenarioError(f"initialized got {a.status}")
-    a.rest()
-    a.send(
-        "POST",
-        jsonrpc(
-            {
-                "id": 2,
-                "method": "tools/call",
-                "params": {"name": "slow_write", "arguments": {"steps": 10}, "_meta": {"progressToken": 2}},
-            }
-        ),
-        hdrs,
-    )
-    if a.head() != 200:
-        raise cs.ScenarioError(f"tools/call got {a.status}")
+    hdrs = handshake_2025(a)
+    call_tool(a, 2, "slow_write", {"steps": 10}, hdrs)
+    expect(a, 200, "tools/call")
     a.until(lambda b: b.count(b"notifications/progress") >= 2)
     if how == "disconnect":
         a.close()
         time.sleep(0.5)
         return
-    b = RawHttp(port)
-    b.send(
-        "POST",
-        jsonrpc({"method": "notifications/cancelled", "params": {"requestId": 2, "reason": "caller cancelled"}}),
-        hdrs,
-    )
-    if b.head() != 202:
-        raise cs.ScenarioError(f"the cancel got {b.status}")
-    b.rest()
+    post_cancel(port, 2, hdrs)
     a.rest()
-    b.close()
     a.close()
     time.sleep(0.3)
 
@@ -464,19 +468,8 @@ def s_capture_ends_open(ctx: Ctx) -> None:
         a = None
         with cs.capture(pcap, f"tcp port {port}", ctx.logdir):
             a = RawHttp(port)
-            a.send(
-                "POST",
-                jsonrpc(
-                    {
-                        "id": 1,
-                        "method": "tools/call",
-                        "params": {"name": "slow_write", "arguments": {"steps": 10}, "_meta": meta_2026(token=1)},
-                    }
-                ),
-                {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "slow_write"},
-            )
-            if a.head() != 200:
-                raise cs.ScenarioError(f"tools/call got {a.status}")
+            call_tool(a, 1, "slow_write", {"steps": 10}, None)
+            expect(a, 200, "tools/call")
             a.until(lambda b: b.count(b"notifications/progress") >= 2)
             # leaving the block stops tshark (0.6 s later) while the stream is still open
         a.close()
@@ -506,17 +499,7 @@ def s_result_then_hold(ctx: Ctx) -> None:
     with hand_server(serve, port):
         with cs.capture(pcap, f"tcp port {port}", ctx.logdir):
             a = RawHttp(port)
-            a.send(
-                "POST",
-                jsonrpc(
-                    {
-                        "id": 1,
-                        "method": "tools/call",
-                        "params": {"name": "quick", "arguments": {}, "_meta": meta_2026(token=1)},
-                    }
-                ),
-                {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "quick"},
-            )
+            call_tool(a, 1, "quick", {}, None)
             a.head()
             a.until(lambda b: b'"result"' in b)
         release.set()
@@ -571,43 +554,19 @@ def other_stream(ctx: Ctx, name: str, revision: str, via: str, leak: bool) -> Pa
         wait_fin(other)
         other.close()
 
-    if revision == "2026-07-28":
-
-        def body(req_id: int, tool: str) -> bytes:
-            return jsonrpc(
-                {
-                    "id": req_id,
-                    "method": "tools/call",
-                    "params": {"name": tool, "arguments": {}, "_meta": meta_2026(token=req_id)},
-                }
-            )
-
-        def hdrs(tool: str) -> dict[str, str]:
-            return {"MCP-Protocol-Version": revision, "Mcp-Method": "tools/call", "Mcp-Name": tool}
-    else:
-
-        def body(req_id: int, tool: str) -> bytes:
-            return jsonrpc(
-                {
-                    "id": req_id,
-                    "method": "tools/call",
-                    "params": {"name": tool, "arguments": {}, "_meta": {"progressToken": req_id}},
-                }
-            )
-
-        def hdrs(tool: str) -> dict[str, str]:
-            return {"MCP-Protocol-Version": revision, "Mcp-Session-Id": "fixture-session-1"}
-
+    session = (
+        None if revision == "2026-07-28" else {"MCP-Protocol-Version": revision, "Mcp-Session-Id": "fixture-session-1"}
+    )
     with hand_server(serve, port), cs.capture(pcap, f"tcp port {port}", ctx.logdir):
         first = RawHttp(port)
-        first.send("POST", body(1, "slow"), hdrs("slow"))
+        call_tool(first, 1, "slow", {}, session)
         first.head()
         first.until(lambda b: b"notifications/progress" in b)
         other = RawHttp(port)
         if via == "get":
-            other.send("GET", None, hdrs("slow"))
+            other.send("GET", None, session or {"MCP-Protocol-Version": revision})
         else:
-            other.send("POST", body(2, "other"), hdrs("other"))
+            call_tool(other, 2, "other", {}, session)
         other.head()
         second_ready.wait(5)
         time.sleep(0.1)
@@ -648,17 +607,7 @@ def sse_cut(ctx: Ctx, name: str, complete: bool) -> Path:
 
     with hand_server(serve, port), cs.capture(pcap, f"tcp port {port}", ctx.logdir):
         a = RawHttp(port)
-        a.send(
-            "POST",
-            jsonrpc(
-                {
-                    "id": 1,
-                    "method": "tools/call",
-                    "params": {"name": "slow", "arguments": {}, "_meta": meta_2026(token=1)},
-                }
-            ),
-            {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "slow"},
-        )
+        call_tool(a, 1, "slow", {}, None)
         a.head()
         a.rest()  # until the server's FIN
         a.close()
@@ -858,53 +807,11 @@ def s_posted_cancel_held(ctx: Ctx) -> None:
 
     with hand_server(serve, port), cs.capture(pcap, f"tcp port {port}", ctx.logdir):
         a = RawHttp(port)
-        a.send(
-            "POST",
-            jsonrpc(
-                {
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-11-25",
-                        "capabilities": {},
-                        "clientInfo": {"name": "cancelwire-fixture-client", "version": "0"},
-                    },
-                }
-            ),
-            {},
-        )
-        if a.head() != 200:
-            raise cs.ScenarioError(f"initialize got {a.status}")
-        a.rest()
-        hdrs = {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
-        a.send("POST", jsonrpc({"method": "notifications/initialized"}), hdrs)
-        if a.head() != 202:
-            raise cs.ScenarioError(f"initialized got {a.status}")
-        a.rest()
-        a.send(
-            "POST",
-            jsonrpc(
-                {
-                    "id": 2,
-                    "method": "tools/call",
-                    "params": {"name": "slow", "arguments": {}, "_meta": {"progressToken": 2}},
-                }
-            ),
-            hdrs,
-        )
-        if a.head() != 200:
-            raise cs.ScenarioError(f"tools/call got {a.status}")
+        hdrs = handshake_2025(a)
+        call_tool(a, 2, "slow", {}, hdrs)
+        expect(a, 200, "tools/call")
         a.until(lambda b: b.count(b"notifications/progress") >= 2)
-        b = RawHttp(port)
-        b.send(
-            "POST",
-            jsonrpc({"method": "notifications/cancelled", "params": {"requestId": 2, "reason": "caller cancelled"}}),
-            hdrs,
-        )
-        if b.head() != 202:
-            raise cs.ScenarioError(f"the cancel got {b.status}")
-        b.rest()
-        b.close()
+        post_cancel(port, 2, hdrs)
         a.rest()  # the client keeps reading: it is the server that holds the stream
         if b'"result"' in a.body or b'"error"' in a.body:
             raise cs.ScenarioError("the server answered id 2")

@@ -12,10 +12,10 @@ import contextlib
 import gzip
 import json
 import shutil
-import signal
 import socket
 import ssl
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator
@@ -27,9 +27,11 @@ import pytest
 from cancelwire.errors import InputError
 from cancelwire.model import Anomaly, Event, MessageEvent, SessionStart, TransportEvent
 from cancelwire.readers import InputSource, ReadOptions
-from cancelwire.readers.http1 import Flow
 from cancelwire.readers.pcap import READER
 from cancelwire.readers.tshark_fields import parse_line, tshark_command
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from loopback import CaptureError, loopback_capture
 
 TSHARK = shutil.which("tshark")
 pytestmark = pytest.mark.skipif(TSHARK is None, reason="tshark is not installed")
@@ -42,40 +44,12 @@ _ports = iter(range(18300 + (int(time.time()) % 50) * 20, 65000))
 
 @contextmanager
 def capture(port: int, path: Path) -> Iterator[None]:
-    """Capture loopback traffic on one port; waits until tshark is capturing, stops it with SIGINT."""
-    assert TSHARK is not None
-    proc = subprocess.Popen(
-        [TSHARK, "-i", "lo", "-f", f"tcp port {port}", "-w", str(path)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    ready = threading.Event()
-    lines: list[str] = []
-
-    def watch() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.append(line)
-            if "Capturing on" in line:
-                ready.set()
-
-    threading.Thread(target=watch, daemon=True).start()
-    if not ready.wait(15):
-        proc.kill()
-        proc.wait()
-        pytest.skip(f"cannot capture on lo: {''.join(lines)}")
-    time.sleep(0.3)
+    """Capture loopback traffic on one port (scripts/loopback.py, shared with the benchmark)."""
     try:
-        yield
-    finally:
-        time.sleep(0.4)
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        with loopback_capture(path, f"tcp port {port}"):
+            yield
+    except CaptureError as exc:
+        pytest.skip(f"cannot capture on lo: {exc}")
 
 
 def serve(port: int, handler: Callable[[socket.socket], None], conns: int = 1) -> threading.Thread:
@@ -574,17 +548,6 @@ def test_tshark_command_and_line_parsing() -> None:
     assert frame is not None and not isinstance(frame, int)
     assert (frame.number, frame.src, frame.dport, frame.flags, frame.payload) == (7, "10.0.0.1", 80, 0x18, b"{}")
     assert parse_line(b"8\t2.0\t\t\t\t\t\t\t\t\t\t\t\t\n") == 8
-
-
-def test_flow_reorders_and_skips_duplicates() -> None:
-    flow = Flow(next=1)
-    assert flow.accept(1, b"abc") == ([b"abc"], 0)
-    assert flow.accept(1, b"abc") == ([], 0)  # retransmission
-    assert flow.accept(7, b"ghi") == ([], 0)  # out of order: held
-    assert flow.accept(4, b"def") == ([b"def", b"ghi"], 0)
-    assert flow.accept(8, b"hijk") == ([b"jk"], 0)  # overlap: only the new bytes
-    assert flow.accept(20, b"zz") == ([], 0)
-    assert flow.skip_gap() == ([b"zz"], 8)  # bytes 12..19 never came
 
 
 def test_keylog_decrypts_tls(tmp_path: Path) -> None:

@@ -1,11 +1,8 @@
 """HTTP/1.1 reassembly of one TCP connection with h11, from the two byte streams of a capture.
 
-`Flow` puts one direction's TCP segments back in sequence order first (retransmissions and overlaps
-skipped, out-of-order segments held, a bounded wait before giving up on lost bytes).
-
-The caller feeds the client→server bytes and the server→client bytes, in TCP order, as they appear
-in the capture, and gets back what each feed completed: request heads, finished request bodies,
-response heads, response body pieces and response ends. No I/O, no tshark.
+The caller (`capture_http`) feeds the client→server bytes and the server→client bytes in TCP order
+(`tcp` puts segments back in sequence), and gets back what each feed completed: request heads,
+finished request bodies, response heads, response body pieces and response ends. No I/O, no tshark.
 
 How h11 is used. h11 is a protocol *participant*, not a passive parser, so each message gets a fresh
 `h11.Connection`:
@@ -32,8 +29,6 @@ import h11
 
 MAX_BODY_BYTES = 16 << 20
 MAX_UNMATCHED_BYTES = 64 << 10
-MAX_HELD_SEGMENTS = 256
-MAX_HELD_BYTES = 4 << 20
 
 Headers = tuple[tuple[str, str], ...]
 
@@ -189,43 +184,43 @@ class Http1Connection:
                 out.append(ParseError(True, f"HTTP/{version} is not HTTP/1.x (HTTP/2 is not read)"))
                 return
             if isinstance(event, h11.Request):
-                exchange = self.exchanges
-                self.exchanges += 1
-                self._req_exchange = exchange
-                self._req_body.clear()
-                self._req_size = 0
-                out.append(
-                    RequestHead(
-                        exchange,
-                        _text(event.method),
-                        _text(event.target),
-                        _headers(event.headers),
-                        _text(event.http_version),
-                    )
-                )
-                self._waiting.append(_Pending(exchange, event))
-                if event.method.upper() == b"CONNECT":
-                    self.upgraded = True
-                if self._resp is None:
-                    self._start_response(out)
+                self._request_head(event, out)
             elif isinstance(event, h11.Data):
                 self._req_size += len(event.data)
                 room = MAX_BODY_BYTES - len(self._req_body)
                 if room > 0:
                     self._req_body += event.data[:room]
             elif isinstance(event, h11.EndOfMessage):
-                exchange = self._req_exchange if self._req_exchange is not None else self.exchanges - 1
-                out.append(RequestEnd(exchange, bytes(self._req_body), self._req_size > MAX_BODY_BYTES, self._req_size))
-                self._req_body.clear()
-                self._req_exchange = None
-                rest, closed = self._req.trailing_data
-                self._req = h11.Connection(h11.SERVER)
-                if rest:  # receive_data(b"") would mean EOF
-                    self._req.receive_data(rest)
-                if closed:
-                    self._req.receive_data(b"")
+                self._request_end(out)
             else:  # NEED_DATA, PAUSED, ConnectionClosed
                 return
+
+    def _request_head(self, event: h11.Request, out: list[HttpEvent]) -> None:
+        exchange = self.exchanges
+        self.exchanges += 1
+        self._req_exchange = exchange
+        self._req_body.clear()
+        self._req_size = 0
+        method, target, version = _text(event.method), _text(event.target), _text(event.http_version)
+        out.append(RequestHead(exchange, method, target, _headers(event.headers), version))
+        self._waiting.append(_Pending(exchange, event))
+        if event.method.upper() == b"CONNECT":
+            self.upgraded = True
+        if self._resp is None:
+            self._start_response(out)
+
+    def _request_end(self, out: list[HttpEvent]) -> None:
+        """A request ended: the bytes h11 has not consumed start the next request (keep-alive)."""
+        exchange = self._req_exchange if self._req_exchange is not None else self.exchanges - 1
+        out.append(RequestEnd(exchange, bytes(self._req_body), self._req_size > MAX_BODY_BYTES, self._req_size))
+        self._req_body.clear()
+        self._req_exchange = None
+        rest, closed = self._req.trailing_data
+        self._req = h11.Connection(h11.SERVER)
+        if rest:  # receive_data(b"") would mean EOF
+            self._req.receive_data(rest)
+        if closed:
+            self._req.receive_data(b"")
 
     def _start_response(self, out: list[HttpEvent]) -> None:
         """Make the response parser for the oldest waiting request and give it any held bytes."""
@@ -294,66 +289,3 @@ def _text(raw: bytes) -> str:
 
 def _headers(raw: Iterable[tuple[bytes, bytes]]) -> Headers:
     return tuple((name.decode("latin-1").lower(), value.decode("latin-1")) for name, value in raw)
-
-
-# ---------------------------------------------------------------------------------------------- TCP
-
-
-@dataclass(slots=True)
-class Flow:
-    """One direction of a TCP connection, put back in sequence order (duplicates skipped)."""
-
-    next: int | None = None
-    held: dict[int, bytes] = field(default_factory=dict)
-    held_bytes: int = 0
-    fin: bool = False
-
-    def accept(self, seq: int, data: bytes) -> tuple[list[bytes], int]:
-        """In-order bytes this segment releases, and how many bytes were given up as lost (a gap)."""
-        if self.next is None:
-            self.next = seq
-        diff = _seqdiff(seq, self.next)
-        if diff < 0:
-            if diff + len(data) <= 0:
-                return [], 0  # retransmission of bytes already delivered
-            data, diff = data[-diff:], 0
-        if diff > 0:
-            if len(data) > len(self.held.get(seq, b"")):
-                self.held_bytes += len(data) - len(self.held.get(seq, b""))
-                self.held[seq] = data
-            if len(self.held) > MAX_HELD_SEGMENTS or self.held_bytes > MAX_HELD_BYTES:
-                return self.skip_gap()
-            return [], 0
-        out = [data]
-        self.next = (self.next + len(data)) & 0xFFFFFFFF
-        out += self._drain()
-        return out, 0
-
-    def skip_gap(self) -> tuple[list[bytes], int]:
-        """Give up waiting for missing bytes: jump to the oldest held segment."""
-        if not self.held or self.next is None:
-            return [], 0
-        start = min(self.held, key=lambda s: _seqdiff(s, self.next or 0))
-        lost = _seqdiff(start, self.next)
-        self.next = start
-        return self._drain(), max(lost, 0)
-
-    def _drain(self) -> list[bytes]:
-        out: list[bytes] = []
-        progress = True
-        while self.held and progress and self.next is not None:
-            progress = False
-            for seq in list(self.held):
-                diff = _seqdiff(seq, self.next)
-                if diff <= 0:
-                    data = self.held.pop(seq)
-                    self.held_bytes -= len(data)
-                    if diff + len(data) > 0:
-                        out.append(data[-diff:] if diff else data)
-                        self.next = (self.next + len(data) + diff) & 0xFFFFFFFF
-                    progress = True
-        return out
-
-
-def _seqdiff(a: int, b: int) -> int:
-    return ((a - b + 0x80000000) & 0xFFFFFFFF) - 0x80000000

@@ -1,0 +1,317 @@
+"""MCP over HTTP/1.1 on one TCP connection of a capture: what the TCP events (`tcp`) and the HTTP
+events (`http1`) of the connection mean as MCP transport events, per exchange (`tcp{stream}/{n}`).
+
+* STREAM_OPENED: a 2xx `text/event-stream` response head.
+* CLOSED_BY_CLIENT: the client's FIN while the response is not finished (a `DELETE` of a session is
+  CLOSED_BY_CLIENT with stream None).
+* CLOSED_BY_SERVER: an SSE response ends, or the server's FIN cuts a response.
+* RESET_BY_CLIENT / RESET_BY_SERVER: an RST while a response is not finished.
+* RECEIVE_WINDOW_ZERO: the client advertises a zero window while a response is open (once per episode).
+* SERVER_BYTES: server payload after the client closed or reset the exchange (once per frame).
+* RECORDING_ENDED: the response is still open at the end of the capture.
+
+Bodies are read by `capture_bodies`, sessions decided by `capture_sessions`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from ..jsonrpc import decode_text
+from ..model import Direction, TransportEvent, TransportKind
+from .capture_bodies import Bodies
+from .capture_sessions import Exchange, Sessions, WaitsFor
+from .http1 import (
+    MAX_BODY_BYTES,
+    Http1Connection,
+    HttpEvent,
+    ParseError,
+    RequestEnd,
+    RequestHead,
+    ResponseData,
+    ResponseEnd,
+    ResponseHead,
+    header,
+)
+from .sse import SseParser
+from .tcp import Closed, Delivered, Lost, Reset, TcpConnection, TcpEvent, WindowZero
+
+METHODS = (b"GET ", b"POST ", b"DELETE ", b"PUT ", b"HEAD ", b"OPTIONS ", b"PATCH ")
+
+
+class ConnKind(StrEnum):
+    """What a connection carries, decided by its first client bytes (or `--http-port`)."""
+
+    UNKNOWN = "unknown"
+    """No payload yet."""
+    HTTP = "http"
+    TLS = "tls"
+    """TLS with nothing decrypted (yet)."""
+    TLS_HTTP = "tls-http"
+    """TLS whose decrypted bytes are HTTP."""
+    TLS_OTHER = "tls-other"
+    OTHER = "other"
+
+    @property
+    def read(self) -> bool:
+        """HTTP is read on this connection (plain, or decrypted)."""
+        return self is ConnKind.HTTP or self is ConnKind.TLS_HTTP
+
+
+@dataclass(slots=True)
+class Conn:
+    stream: int
+    tcp: TcpConnection
+    kind: ConnKind = ConnKind.UNKNOWN
+    http: Http1Connection = field(default_factory=Http1Connection)
+    exchanges: dict[int, Exchange] = field(default_factory=dict)
+    """Exchanges whose response is not finished, by number."""
+    last: Exchange | None = None
+    """The exchange server bytes after a reset are charged to."""
+    reset: bool = False
+    """An RST ended the connection: later server bytes are only counted (SERVER_BYTES)."""
+
+    def current(self) -> Exchange | None:
+        """The exchange whose response is being sent (the oldest one not finished)."""
+        for n in self.http.open_exchanges():
+            if n in self.exchanges:
+                return self.exchanges[n]
+        return None
+
+
+def looks_http(data: bytes, server_port: int, http_ports: tuple[int, ...]) -> bool:
+    return data.startswith(METHODS) or server_port in http_ports
+
+
+class HttpCapture:
+    """The HTTP side of every connection of one capture."""
+
+    def __init__(self, sessions: Sessions) -> None:
+        self.sessions = sessions
+        self.bodies = Bodies(sessions)
+
+    # -- TCP ---------------------------------------------------------------------------------------
+
+    def tcp(self, conn: Conn, events: list[TcpEvent]) -> None:
+        for event in events:
+            if type(event) is Delivered:  # by far the most common: tested first, without isinstance
+                self.bytes(conn, event.from_client, event.data)
+            elif isinstance(event, WindowZero):
+                self._window_zero(conn)
+            elif isinstance(event, Lost):
+                self._gap(conn, event.from_client, event.size)
+            elif isinstance(event, Closed):
+                if conn.kind.read:
+                    self._fin(conn, event.from_client)
+            elif isinstance(event, Reset) and conn.kind.read:
+                self._rst(conn, event.from_client)
+
+    def bytes(self, conn: Conn, from_client: bool, data: bytes) -> None:
+        if (conn.tcp.up if from_client else conn.tcp.down).gap:
+            return
+        if conn.reset:
+            if not from_client and conn.last is not None:
+                self._server_bytes(conn.last, len(data), "after the connection was reset")
+            return
+        if from_client:
+            self._http(conn, conn.http.feed_client(data))
+            return
+        ex = conn.current()
+        if ex is not None and ex.client_closed:
+            only_end = data.strip() == b"0"  # just the chunked terminator: no event
+            why = "after the client closed the exchange" + (" (only the end of the chunked body)" if only_end else "")
+            self._server_bytes(ex, len(data), why)
+        self._http(conn, conn.http.feed_server(data))
+
+    def finish(self, conn: Conn) -> None:
+        """The capture ended: what is still open on the connection ends with the recording."""
+        self.tcp(conn, conn.tcp.finish())
+        for n in conn.http.open_exchanges():
+            ex = conn.exchanges.get(n)
+            if ex is None:
+                continue
+            self.sessions.resolve(ex, None)
+            self.bodies.partial(ex)
+            self.sessions.transport(ex, TransportKind.RECORDING_ENDED, "the capture ended before the response finished")
+
+    def _window_zero(self, conn: Conn) -> None:
+        ex = conn.current()
+        if ex is not None:
+            self.sessions.transport(
+                ex,
+                TransportKind.RECEIVE_WINDOW_ZERO,
+                "the client advertised a zero TCP receive window (it stopped reading)",
+            )
+
+    def _gap(self, conn: Conn, from_client: bool, lost: int) -> None:
+        ex = conn.current()
+        side = "client→server" if from_client else "server→client"
+        self.sessions.anomaly(
+            ex.key if ex else None,
+            "capture.tcp-gap",
+            f"tcp stream {conn.stream}: {lost} {side} bytes missing from the capture; "
+            f"HTTP in that direction is not read further",
+        )
+        if from_client:
+            conn.http.client_broken = True
+        else:
+            conn.http.server_broken = True
+
+    def _fin(self, conn: Conn, from_client: bool) -> None:
+        if from_client:
+            self._http(conn, conn.http.close_client())
+            ex = conn.current()
+            if ex is not None:
+                self.sessions.transport(ex, TransportKind.CLOSED_BY_CLIENT, "client FIN " + _progress(ex))
+            for open_ex in conn.exchanges.values():
+                open_ex.client_closed = True
+        else:
+            self._http(conn, conn.http.close_server())
+            ex = conn.current()
+            if ex is not None and not ex.status:
+                self.sessions.transport(ex, TransportKind.CLOSED_BY_SERVER, "server FIN before any response")
+        if conn.tcp.closed:
+            for open_ex in conn.exchanges.values():
+                self.bodies.partial(open_ex)
+
+    def _rst(self, conn: Conn, from_client: bool) -> None:
+        conn.reset = True
+        ex = conn.current()
+        conn.last = ex
+        if ex is None:
+            return
+        kind = TransportKind.RESET_BY_CLIENT if from_client else TransportKind.RESET_BY_SERVER
+        self.sessions.transport(ex, kind, "TCP RST " + _progress(ex))
+        for open_ex in list(conn.exchanges.values()):
+            self.bodies.partial(open_ex)
+            open_ex.client_closed = True
+        conn.exchanges.clear()  # the connection is gone: nothing is open any more
+
+    def _server_bytes(self, ex: Exchange, size: int, why: str) -> None:
+        frame = self.sessions.frame
+        if ex.last_server_bytes_frame == frame:
+            return
+        ex.last_server_bytes_frame = frame
+        self.sessions.transport(ex, TransportKind.SERVER_BYTES, f"server sent {size} bytes {why}")
+
+    # -- HTTP --------------------------------------------------------------------------------------
+
+    def _http(self, conn: Conn, events: list[HttpEvent]) -> None:
+        for event in events:
+            if isinstance(event, ParseError):
+                ex = conn.exchanges.get(event.exchange) if event.exchange is not None else None
+                who = "request" if event.from_client else "response"
+                detail = f"tcp stream {conn.stream}: {who} is not valid HTTP/1.1: {event.detail}"
+                self.sessions.anomaly(ex.key if ex else None, "http.parse-error", detail)
+                continue
+            if isinstance(event, RequestHead):
+                self._request_head(conn, event)
+                continue
+            ex = conn.exchanges.get(event.exchange)
+            if ex is None:
+                continue
+            if isinstance(event, RequestEnd):
+                self._request_end(ex, event)
+            elif isinstance(event, ResponseHead):
+                self._response_head(ex, event)
+            elif isinstance(event, ResponseData):
+                self.bodies.response_data(ex, event.data)
+            elif isinstance(event, ResponseEnd):
+                self._response_end(conn, ex, event)
+
+    def _request_head(self, conn: Conn, event: RequestHead) -> None:
+        ex = Exchange(
+            stream=conn.stream,
+            number=event.exchange,
+            method=event.method,
+            target=event.target,
+            session_id=header(event.headers, "mcp-session-id"),
+            revision=header(event.headers, "mcp-protocol-version"),
+            client=conn.tcp.client,
+            server=conn.tcp.server,
+        )
+        conn.exchanges[event.exchange] = ex
+        conn.last = ex
+        self.sessions.start_request(ex)
+
+    def _request_end(self, ex: Exchange, event: RequestEnd) -> None:
+        s = self.sessions
+        if ex.method == "DELETE" and ex.session_id and ex.key is not None:
+            ts, origin = s.ts, s.origin()
+            s.emit(
+                ex.key,
+                s.frame,
+                ts,
+                lambda seq, k: TransportEvent(
+                    seq, ts, origin, k, TransportKind.CLOSED_BY_CLIENT, None, "DELETE session"
+                ),
+            )
+        if not event.body:
+            if ex.waits_for is WaitsFor.NOTHING:
+                s.resolve(ex, None)
+            return
+        if event.truncated:
+            self.bodies.messages += 1  # an MCP body, too large to read: the capture does hold MCP traffic
+            ex.request_unread = True
+            if ex.waits_for is WaitsFor.NOTHING:
+                s.resolve(ex, None)
+            s.anomaly(
+                ex.key,
+                "http.body-too-large",
+                f"{ex.id}: request body of {event.body_size} bytes skipped (limit {MAX_BODY_BYTES}); "
+                "replies on this exchange are not judged either",
+            )
+            return
+        decoded = decode_text(event.body)
+        if decoded is not None and len(decoded.messages) == 1 and not decoded.batch:
+            ex.request_id, ex.request_method = decoded.messages[0].id, decoded.messages[0].method
+        if ex.key is None:
+            if decoded is not None and any(m.method == "initialize" for m in decoded.messages):
+                ex.waits_for = WaitsFor.RESPONSE
+            elif ex.waits_for is WaitsFor.NOTHING:
+                s.resolve(ex, None)
+        self.bodies.json(ex, event.body, Direction.C2S, "request body")
+
+    def _response_head(self, ex: Exchange, event: ResponseHead) -> None:
+        ex.status = event.status
+        media = (header(event.headers, "content-type") or "").split(";", 1)[0].strip().lower()
+        if ex.waits_for is WaitsFor.RESPONSE:
+            sid = header(event.headers, "mcp-session-id")
+            self.sessions.resolve(ex, self.sessions.by_session_id(sid, ex.server) if sid else None)
+        elif ex.waits_for is WaitsFor.FIRST_EVENT and media != "text/event-stream":
+            self.sessions.resolve(ex, None)
+        if event.status >= 400 and ex.method == "POST":
+            self.sessions.anomaly(
+                ex.key,
+                "http.error-status",
+                f"{ex.id}: HTTP {event.status} {event.reason} to POST {ex.target}",
+                request_id=ex.request_id,
+                method=ex.request_method,
+            )
+        if media == "text/event-stream" and 200 <= event.status < 300:
+            ex.sse = SseParser()
+            self.sessions.transport(ex, TransportKind.STREAM_OPENED, f"{ex.method} {ex.target}")
+        elif media == "application/json" or media.endswith("+json"):
+            ex.body = bytearray()
+
+    def _response_end(self, conn: Conn, ex: Exchange, event: ResponseEnd) -> None:
+        conn.exchanges.pop(ex.number, None)
+        self.sessions.resolve(ex, None)
+        if ex.sse is not None:
+            self.bodies.partial(ex)
+            how = "end of the SSE body" if event.complete else f"connection closed mid-body ({event.detail})"
+            self.sessions.transport(ex, TransportKind.CLOSED_BY_SERVER, how)
+        elif not event.complete:
+            self.sessions.transport(ex, TransportKind.CLOSED_BY_SERVER, f"response cut: {event.detail}")
+        else:
+            self.bodies.response_body_end(ex)
+
+
+def _progress(ex: Exchange) -> str:
+    """Where the exchange stood when a connection closed: for details that people read."""
+    if not ex.status:
+        return "before any response"
+    if ex.answered:
+        return "after the JSON-RPC response, before the HTTP body ended"
+    return "before the response finished"

@@ -1,0 +1,232 @@
+"""Which MCP session each HTTP exchange of a capture belongs to, and the numbering of its events.
+
+A request's `Mcp-Session-Id` names its session (`{source}#{id}`). A request without one goes to a
+fallback session per client address and server (`{source}#{client}->{server_ip}:{port}`; 2026-07-28,
+where POSTs stand alone), except in two cases whose events are held (memory: one exchange's events,
+at most `MAX_HELD_EVENTS`) until the session is known:
+
+* a POST carrying `initialize` waits for its response head (an `Mcp-Session-Id` there names the
+  session the initialize belongs to);
+* a GET waits for its first SSE event (`event: endpoint` makes it a legacy HTTP+SSE session
+  `{source}#{id}` keyed by the `sessionId`/`session_id` of the endpoint URI, to which later POSTs to
+  that URI belong).
+
+Held events keep their frames; only their `seq` is assigned when they are released. The first event
+of a session is preceded by its `SessionStart`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from urllib.parse import parse_qs, urlsplit
+
+from ..model import (
+    Anomaly,
+    Event,
+    Origin,
+    RequestId,
+    Revision,
+    SessionStart,
+    Transport,
+    TransportEvent,
+    TransportKind,
+    Vantage,
+)
+from .sse import SseEvent, SseParser
+
+MAX_HELD_EVENTS = 512
+Build = Callable[[int, str], Event]
+"""Makes an event once its `seq` and session key are known."""
+Endpoint = tuple[str, int]
+
+
+class WaitsFor(StrEnum):
+    """What an exchange without a session key waits for before its events can be released."""
+
+    NOTHING = "nothing"
+    """Its key is known, or will be the fallback key."""
+    RESPONSE = "response"
+    """An `initialize` POST: the response head may carry the new session's id."""
+    FIRST_EVENT = "first-event"
+    """A GET without a session id: its first SSE event may be a legacy `endpoint` event."""
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One HTTP request/response pair on a connection, while its response is open."""
+
+    stream: int
+    """The TCP stream (tshark's `tcp.stream`)."""
+    number: int
+    """Exchange number on the connection, from 0 in request order."""
+    method: str
+    target: str
+    session_id: str | None
+    revision: Revision | None
+    client: Endpoint | None
+    server: Endpoint
+    key: str | None = None
+    """The session key; None while it is not known (events are held)."""
+    held: list[tuple[int, float, Build]] = field(default_factory=list)
+    waits_for: WaitsFor = WaitsFor.NOTHING
+    status: int = 0
+    sse: SseParser | None = None
+    body: bytearray | None = None
+    body_size: int = 0
+    request_id: RequestId | None = None
+    request_method: str | None = None
+    client_closed: bool = False
+    last_server_bytes_frame: int = 0
+    answered: bool = False
+    """A JSON-RPC response to this exchange's request went by (the HTTP body may still be open)."""
+    request_unread: bool = False
+    """The request body was too large to read: its replies cannot be matched and are not judged."""
+    id: str = field(init=False)
+    """The exchange as events name it (`MessageEvent.stream`): `tcp{stream}/{number}`; kept, not
+    recomputed, since every message event carries it."""
+
+    def __post_init__(self) -> None:
+        self.id = f"tcp{self.stream}/{self.number}"
+
+
+class Sessions:
+    """Session keys, SessionStarts, held events and `seq` numbering for one capture."""
+
+    def __init__(self, source: str, vantage: Vantage) -> None:
+        self.source = source
+        self.vantage = vantage
+        self.out: list[Event] = []
+        """Events ready to be yielded, in `seq` order."""
+        self.seq = 0
+        self.frame = 0
+        """The frame being read (the origin of what it completes)."""
+        self.ts: float | None = None
+        self._started: set[str] = set()
+        self._legacy: dict[str, str] = {}
+        """Session id (or endpoint URI) from a legacy `endpoint` event → session key."""
+        self._legacy_keys: set[str] = set()
+        self._labels: dict[str, str] = {}
+
+    # -- events ------------------------------------------------------------------------------------
+
+    def origin(self, frame: int | None = None) -> Origin:
+        return Origin(self.source, frame=(frame if frame is not None else self.frame) or None)
+
+    def emit(self, key: str, frame: int, ts: float | None, build: Build) -> None:
+        if key not in self._started:
+            self._started.add(key)
+            transport = Transport.HTTP_SSE if key in self._legacy_keys else Transport.STREAMABLE_HTTP
+            self.seq += 1
+            self.out.append(
+                SessionStart(
+                    self.seq, ts, self.origin(frame), key, transport, self.vantage, "pcap", label=self._labels.get(key)
+                )
+            )
+        self.seq += 1
+        self.out.append(build(self.seq, key))
+
+    def anomaly(
+        self,
+        key: str | None,
+        name: str,
+        detail: str,
+        *,
+        request_id: RequestId | None = None,
+        method: str | None = None,
+    ) -> None:
+        """An anomaly at the current frame, in its session (or in none)."""
+        ts, origin = self.ts, self.origin()
+        if key is not None:
+            self.emit(key, self.frame, ts, lambda seq, k: Anomaly(seq, ts, origin, k, name, detail, request_id, method))
+        else:
+            self.seq += 1
+            self.out.append(Anomaly(self.seq, ts, origin, None, name, detail, request_id, method))
+
+    def for_exchange(self, ex: Exchange, build: Build) -> None:
+        """Emit an exchange's event now, or hold it while its session is not known yet."""
+        if ex.key is None:
+            ex.held.append((self.frame, self.ts or 0.0, build))
+            if len(ex.held) > MAX_HELD_EVENTS:
+                self.resolve(ex, None)
+            return
+        self.emit(ex.key, self.frame, self.ts, build)
+
+    def transport(self, ex: Exchange, kind: TransportKind, detail: str = "") -> None:
+        ts, origin, stream = self.ts, self.origin(), ex.id
+        self.for_exchange(ex, lambda seq, k: TransportEvent(seq, ts, origin, k, kind, stream, detail))
+
+    # -- keys --------------------------------------------------------------------------------------
+
+    def resolve(self, ex: Exchange, key: str | None) -> None:
+        """The exchange's session is known (`key`, or the fallback key): release what it held."""
+        if ex.key is not None:
+            return
+        ex.key = key or self.fallback_key(ex.client, ex.server)
+        ex.waits_for = WaitsFor.NOTHING
+        held, ex.held = ex.held, []
+        for frame, ts, build in held:
+            self.emit(ex.key, frame, ts, build)
+
+    def fallback_key(self, client: Endpoint | None, server: Endpoint) -> str:
+        """Without a session id (2026-07-28, or before one is issued): one session per client address
+        and server, so two clients' request ids are never taken for one sender's."""
+        ip, port = server
+        address = client[0] if client is not None else "?"
+        key = f"{self.source}#{address}->{ip}:{port}"
+        self._labels.setdefault(key, f"{address} -> {ip}:{port}")
+        return key
+
+    def by_session_id(self, session_id: str, server: Endpoint) -> str:
+        key = self._legacy.get(session_id) or f"{self.source}#{session_id}"
+        self._labels.setdefault(key, f"{server[0]}:{server[1]}")
+        return key
+
+    def start_request(self, ex: Exchange) -> None:
+        """Give a new request its key when its head tells it, or say what it waits for."""
+        if ex.session_id:
+            ex.key = self.by_session_id(ex.session_id, ex.server)
+            return
+        legacy = self._legacy_session(ex.target)
+        if legacy is not None:
+            ex.key = legacy
+        elif ex.method == "GET":
+            ex.waits_for = WaitsFor.FIRST_EVENT
+
+    def first_event(self, ex: Exchange, event: SseEvent) -> None:
+        """A GET's first SSE event: a legacy `endpoint` event starts an HTTP+SSE session."""
+        sid = _endpoint_session(event) if event.event == "endpoint" else None
+        if sid is None:
+            self.resolve(ex, None)
+            return
+        key = f"{self.source}#{sid}"
+        self._legacy[sid] = key
+        self._legacy[urlsplit((event.data or "").strip())._replace(scheme="", netloc="").geturl()] = key
+        self._legacy_keys.add(key)
+        self._labels.setdefault(key, f"{ex.server[0]}:{ex.server[1]}")
+        self.resolve(ex, key)
+
+    def _legacy_session(self, target: str) -> str | None:
+        if not self._legacy:
+            return None
+        if target in self._legacy:
+            return self._legacy[target]
+        query = parse_qs(urlsplit(target).query)
+        for name in ("sessionId", "session_id"):
+            for value in query.get(name, []):
+                if value in self._legacy:
+                    return self._legacy[value]
+        return None
+
+
+def _endpoint_session(event: SseEvent) -> str | None:
+    """The session id in a legacy `endpoint` event's URI (`sessionId` or `session_id`), else the URI."""
+    uri = (event.data or "").strip()
+    if not uri:
+        return None
+    query = parse_qs(urlsplit(uri).query)
+    for name in ("sessionId", "session_id"):
+        if query.get(name):
+            return query[name][0]
+    return uri
