@@ -14,10 +14,13 @@ import os
 import signal
 import stat
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from .errors import OutputError
+
+_HELD = (signal.SIGINT, signal.SIGTERM)
 
 
 def refuse_inputs(outputs: Iterable[tuple[str, Path]], inputs: Iterable[str | Path]) -> None:
@@ -124,13 +127,23 @@ class AtomicOutput:
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM wait until the block ends (they are delivered, not lost)."""
-    held = {signal.SIGINT, signal.SIGTERM}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    """SIGINT and SIGTERM wait until the block ends, then go to the handlers there were (not lost).
+
+    Python runs signal handlers in the main thread whichever thread the kernel picked, so swapping the
+    handlers holds them in every case (a signal mask would only cover this thread).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, _frame: caught.append(signum)) for sig in _HELD}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        for signum in caught:
+            signal.raise_signal(signum)
 
 
 def _mode(path: Path) -> int | None:
