@@ -3,6 +3,7 @@
     CancelwireError
     ├── InputError        an input cannot be read at all (missing, unknown format, tshark failed)
     │   ├── UnknownFormatError  no reader claims the content
+    │   │   └── SkippedInputError   not a file cancelwire reads (a FIFO, socket or device found by walking)
     │   └── ToolMissingError    an external tool (tshark) is not installed
     ├── RuleFileError     a rule file in rules/ or --rules DIR is invalid
     ├── ConfigError       cancelwire.toml / [tool.cancelwire] is invalid
@@ -39,6 +40,18 @@ class InputError(CancelwireError):
 
 class UnknownFormatError(InputError):
     """No reader claims the input's content."""
+
+    skip_note = "not a format cancelwire reads"
+    """What the report says of such a file found by walking a folder: it is skipped, not an error."""
+
+
+class SkippedInputError(UnknownFormatError):
+    """Not a file cancelwire reads: a FIFO, socket or device (never opened when found by walking a
+    folder, since it could block or never end), or a link to a folder (not followed)."""
+
+    def __init__(self, path: str, note: str, hint: str | None = None) -> None:
+        super().__init__(path, note, hint)
+        self.skip_note = note
 
 
 class RuleFileError(CancelwireError):

@@ -101,7 +101,7 @@ def audit(
             reader = choose_reader(source, options.input_format)
         except InputError as exc:
             if source.walked and isinstance(exc, UnknownFormatError):
-                inputs.append(InputSummary(source.name, None, (), 0, skipped="not a format cancelwire reads"))
+                inputs.append(InputSummary(source.name, None, (), 0, skipped=exc.skip_note))
             else:
                 _unreadable(inputs, source.name, exc, on_input_error)
             continue

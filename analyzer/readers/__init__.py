@@ -7,17 +7,11 @@ the head of the input wins, unless `--input-format` names one. The readers impor
 
 from __future__ import annotations
 
-import os
-import shutil
-import sys
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
-
 from ..errors import InputError, UnknownFormatError
 from . import claude_desktop, gosdk, ndjson, pcap, transcript, vscode
 from .base import Reader, ReadOptions
 from .source import InputSource
+from .walk import expand_inputs
 
 __all__ = ["READERS", "InputSource", "ReadOptions", "Reader", "choose_reader", "expand_inputs", "reader_names"]
 
@@ -53,23 +47,3 @@ def choose_reader(source: InputSource, forced: str | None) -> Reader:
         "cannot tell the input format from its content",
         f"force one with --input-format ({', '.join(reader_names())})",
     )
-
-
-def expand_inputs(paths: list[str]) -> Iterator[InputSource]:
-    """Inputs in a stable order; a directory is walked (hidden files skipped). Missing paths raise."""
-    for given in paths:
-        if given == "-":
-            with tempfile.TemporaryFile(prefix="cancelwire-stdin-") as spool:
-                shutil.copyfileobj(sys.stdin.buffer, spool)
-                yield InputSource("<stdin>", None, spool=spool)
-            continue
-        path = Path(given)
-        if path.is_dir():
-            for root, dirs, files in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in sorted(files):
-                    if not name.startswith("."):
-                        full = Path(root) / name
-                        yield InputSource(str(full), full, walked=True)
-        else:
-            yield InputSource(given, path)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..model import Event, Vantage
+from .inflate import DEFAULT_LIMITS, InflateLimits
 from .source import InputSource
 
 __all__ = ["InputSource", "ReadOptions", "Reader"]
@@ -28,6 +29,8 @@ class ReadOptions:
     """Captures: TCP ports to decode as HTTP whatever their content looks like."""
     keylog: Path | None = None
     """Captures: an SSLKEYLOGFILE to decrypt TLS."""
+    inflate: InflateLimits = DEFAULT_LIMITS
+    """How far a gzip input is inflated (`--max-inflated`, `--max-inflate-ratio`)."""
 
     def session_vantage(self, known: Vantage) -> Vantage:
         """The vantage of a session whose format says (or whose reader inferred) `known`."""

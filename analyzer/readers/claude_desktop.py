@@ -18,7 +18,6 @@ line. The host wrote the log, so the vantage is the client's unless `--vantage` 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from datetime import datetime
@@ -36,7 +35,8 @@ _MARKERS = ("Message from client:", "Message from server:")
 METADATA = "{ metadata: undefined }"
 LEVELS = frozenset({"info", "warn", "warning", "error", "debug", "trace", "verbose", "log", "fatal", "notice"})
 DIRECTIONS = {"client": Direction.C2S, "server": Direction.S2C}
-_JSON = json.JSONDecoder()
+_JSON_TOKEN = re.compile(r'\\.|["\[\]{}]', re.S)
+"""What moves a scan for the end of a JSON value: an escape, a quote, or a bracket."""
 
 
 class ClaudeDesktopReader:
@@ -48,7 +48,7 @@ class ClaudeDesktopReader:
     def read(self, source: InputSource, options: ReadOptions) -> Iterator[Event]:
         sessions = LogSessions(source, self.name, options, Vantage.CLIENT)
         factory = sessions.factory
-        for raw in source_lines(source):
+        for raw in source_lines(source, options.inflate):
             problems = list(factory.line_problems(raw, None))
             if problems:
                 yield from problems
@@ -107,12 +107,32 @@ def _strip_metadata(payload: str) -> str:
     if body.endswith(METADATA):
         return body[: -len(METADATA)].rstrip()
     if "{ metadata:" in body or not body.endswith(("}", "]")):
-        try:
-            _, end = _JSON.raw_decode(body)
-        except ValueError:
-            return body
-        return body[:end]
+        end = _json_end(body)
+        return body if end is None else body[:end]
     return body
+
+
+def _json_end(text: str) -> int | None:
+    """Where the JSON object or array that starts `text` ends, by matching brackets outside
+    strings: no recursion, so nesting depth cannot exhaust the stack (the JSON parser that reads
+    the value later bounds its depth itself). None when `text` does not start one or it never ends."""
+    if not text.startswith(("{", "[")):
+        return None
+    depth = 0
+    in_string = False
+    for token in _JSON_TOKEN.finditer(text):
+        char = token.group()
+        if char == '"':
+            in_string = not in_string
+        elif in_string or len(char) == 2:
+            continue
+        elif char in "[{":
+            depth += 1
+        else:
+            depth -= 1
+            if depth == 0:
+                return token.end()
+    return None
 
 
 def _epoch(stamp: str) -> float | None:

@@ -41,8 +41,11 @@ class EventFactory:
         return Anomaly(self.next_seq(), ts, self.origin(line), session_key, name, detail, request_id)
 
     def line_problems(self, raw: RawLine, session_key: str | None) -> Iterator[Anomaly]:
-        """Anomalies every text format shares: size; the caller skips the line when one is yielded."""
-        if raw.too_long:
+        """Anomalies every text format shares (size, an input ended early); the caller skips the line
+        when one is yielded."""
+        if raw.problem is not None:
+            yield self.anomaly(raw.number, None, session_key, raw.problem.name, raw.problem.detail)
+        elif raw.too_long:
             yield self.anomaly(
                 raw.number,
                 None,

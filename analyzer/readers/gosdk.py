@@ -48,7 +48,7 @@ class GoSdkReader:
         return _SNIFF_MESSAGE.search(sample) is not None and _SNIFF_OTHER_LOG.search(sample) is None
 
     def read(self, source: InputSource, options: ReadOptions) -> Iterator[Event]:
-        head, lines = peek_lines(source_lines(source))
+        head, lines = peek_lines(source_lines(source, options.inflate))
         side = side_of(options.vantage) or infer_recorder_side(_samples(head))
         assumed = side is None
         side = side or Side.CLIENT

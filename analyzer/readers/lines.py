@@ -1,7 +1,9 @@
 """Bounded line splitting with line numbers, for every text reader.
 
 Memory stays bounded: a line longer than `max_line_bytes` is skipped while it streams past (the
-caller reports it from `RawLine.too_long`), never held whole.
+caller reports it from `RawLine.too_long`), never held whole. Lines end in LF or CRLF; a file
+whose first line ends in a lone CR (classic Mac OS) is split on CR, LF and CRLF alike (decided
+once per input, so LF files pay nothing for it).
 """
 
 from __future__ import annotations
@@ -9,9 +11,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
 
-from .source import InputSource
+from .inflate import ByteStream, InflateLimits, InputProblem
+from .source import InputSource, InputStream
 
 CHUNK = 1 << 20
 DEFAULT_MAX_LINE_BYTES = 16 << 20
@@ -26,10 +28,13 @@ class RawLine:
     """Length in bytes of a line that was skipped for its size, else 0."""
     unterminated: bool = False
     """The last line of the input had no newline (the input may have been cut)."""
+    problem: InputProblem | None = None
+    """Set on an extra item after the last line when the input's bytes ended early (damaged or
+    capped gzip); `number` is then the last line's."""
 
 
 def iter_line_batches(
-    stream: BinaryIO, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    stream: ByteStream, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
 ) -> Iterator[tuple[int, list[bytes | RawLine]]]:
     """The lines of `stream` in batches (one per chunk read): `(number of the first line, items)`.
 
@@ -41,10 +46,7 @@ def iter_line_batches(
     number = 0  # lines emitted so far
     buf = b""
     skipping = 0  # > 0 while discarding an overlong line: bytes discarded so far
-    while True:
-        chunk = stream.read(CHUNK)
-        if not chunk:
-            break
+    for chunk in _chunks(stream):
         if skipping:
             nl = chunk.find(b"\n")
             if nl < 0:
@@ -74,13 +76,48 @@ def iter_line_batches(
         else:
             buf = rest
     if skipping:
-        yield number + 1, [RawLine(number + 1, b"", too_long=skipping, unterminated=True)]
+        number += 1
+        yield number, [RawLine(number, b"", too_long=skipping, unterminated=True)]
     elif buf:
         line = buf[:-1] if buf.endswith(b"\r") else buf
-        yield number + 1, [RawLine(number + 1, line, unterminated=True)]
+        number += 1
+        yield number, [RawLine(number, line, unterminated=True)]
+    if isinstance(stream, InputStream) and stream.problem is not None:
+        yield max(number, 1), [RawLine(max(number, 1), b"", problem=stream.problem)]
 
 
-def iter_lines(stream: BinaryIO, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[RawLine]:
+def _chunks(stream: ByteStream) -> Iterator[bytes]:
+    """The stream in pieces of about `CHUNK` bytes; CR line endings made LF when the first line
+    ends in a lone CR."""
+    chunk = stream.read(CHUNK)
+    if not _cr_only(chunk):
+        while chunk:
+            yield chunk
+            chunk = stream.read(CHUNK)
+        return
+    held = b""  # a CR at the end of a piece may be the first half of a CRLF
+    while chunk:
+        data = held + chunk
+        held = b"\r" if data.endswith(b"\r") else b""
+        if held:
+            data = data[:-1]
+        if data:
+            yield data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        chunk = stream.read(CHUNK)
+    if held:
+        yield b"\n"
+
+
+def _cr_only(first: bytes) -> bool:
+    """True when the first line ending of the input is a lone CR."""
+    cr = first.find(b"\r")
+    if cr < 0:
+        return False
+    lf = first.find(b"\n", 0, cr + 2)
+    return lf < 0
+
+
+def iter_lines(stream: ByteStream, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[RawLine]:
     for first, items in iter_line_batches(stream, max_line_bytes):
         number = first
         for item in items:
@@ -88,9 +125,9 @@ def iter_lines(stream: BinaryIO, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -
             number += 1
 
 
-def source_lines(source: InputSource) -> Iterator[RawLine]:
+def source_lines(source: InputSource, limits: InflateLimits) -> Iterator[RawLine]:
     """The lines of an input, opened and closed here."""
-    with source.open_binary() as stream:
+    with source.open_binary(limits) as stream:
         yield from iter_lines(stream)
 
 

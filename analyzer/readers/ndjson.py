@@ -76,7 +76,7 @@ class NdjsonReader:
         return isinstance(value, dict) and _shape(value) is not None and HEADER_KEY not in value
 
     def read(self, source: InputSource, options: ReadOptions) -> Iterator[Event]:
-        head, lines = peek_lines(source_lines(source))
+        head, lines = peek_lines(source_lines(source, options.inflate))
         has_ts, one_sided, side = _look_ahead(head, options.vantage)
         del head
         assumed = one_sided and side is None

@@ -72,7 +72,7 @@ class PcapReader:
                 f"keylog file {options.keylog} cannot be read",
                 "pass the SSLKEYLOGFILE written while capturing",
             )
-        with source.local_file() as path:
+        with source.local_file(options.inflate) as path:
             yield from _Run(source, options, tshark, path).events()
 
 

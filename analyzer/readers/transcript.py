@@ -52,7 +52,7 @@ class TranscriptReader:
         directions = DIRECTIONS
         simple = factory.simple_message
         header_key = HEADER_KEY
-        with source.open_binary() as stream:
+        with source.open_binary(options.inflate) as stream:
             # Hot path: one orjson parse of the record and one of its `line`, then straight to the
             # message event. Anything unusual (a special line, a header, an event record, a line that
             # is not one JSON-RPC object) goes through the general `_line` / `_record` path.
@@ -142,39 +142,47 @@ class TranscriptReader:
             if started:
                 yield factory.anomaly(line, None, key, "input.bad-record", "header after records")
                 return
-            yield self._session_start(source, factory, line, record, options)
+            yield from self._session_start(source, factory, line, record, options)
             return
         if not started:
-            yield self._session_start(source, factory, line, {}, options)
+            yield from self._session_start(source, factory, line, {}, options)
         yield from self._record(factory, key, line, unterminated, record)
 
     def _session_start(
         self, source: InputSource, factory: EventFactory, line: int, header: dict[str, Any], options: ReadOptions
-    ) -> SessionStart:
+    ) -> Iterator[Event]:
+        """The session's start from the header (or from none), then an anomaly per header value
+        that is not used because it has the wrong type or an unknown value."""
         version = header.get(HEADER_KEY, FORMAT_VERSION)
-        if not isinstance(version, int) or version > FORMAT_VERSION:
+        if version.__class__ is not int:
+            raise InputError(f"{source.name}:{line}", f"transcript format version {version!r:.40} is not an integer")
+        if version > FORMAT_VERSION:
             raise InputError(
                 f"{source.name}:{line}",
                 f"transcript format version {version!r} is newer than this cancelwire reads ({FORMAT_VERSION})",
                 "upgrade cancelwire",
             )
-        vantage = options.session_vantage(_enum(Vantage, header.get("vantage"), Vantage.UNKNOWN))
-        transport = _enum(Transport, header.get("transport"), Transport.STDIO)
-        label = header.get("label") or (
-            " ".join(header["command"]) if isinstance(header.get("command"), list) else None
-        )
-        revision = header.get("revision") if isinstance(header.get("revision"), str) else None
-        return SessionStart(
+        problems: list[str] = []
+        vantage = _enum(Vantage, header, "vantage", Vantage.UNKNOWN, problems)
+        transport = _enum(Transport, header, "transport", Transport.STDIO, problems)
+        command = header.get("command")
+        if command is not None and not (isinstance(command, list) and all(isinstance(c, str) for c in command)):
+            problems.append("header: command must be a list of strings; not used")
+            command = None
+        label = _text(header, "label", problems) or (" ".join(command) if command else None)
+        yield SessionStart(
             factory.next_seq(),
             _ts(header.get("ts")),
             factory.origin(line),
             source.name,
             transport,
-            vantage,
+            options.session_vantage(vantage),
             self.name,
             label=label,
-            revision=revision,
+            revision=_text(header, "revision", problems),
         )
+        for problem in problems:
+            yield factory.anomaly(line, None, source.name, "input.bad-record", problem)
 
     def _record(
         self, factory: EventFactory, key: str, line: int, unterminated: bool, record: dict[str, Any]
@@ -219,11 +227,25 @@ def _ts(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _enum(enum: type[E], value: Any, default: E) -> E:
+def _enum(enum: type[E], header: dict[str, Any], key: str, default: E, problems: list[str]) -> E:
+    """A header value from a closed set; an unknown one is named in `problems` and `default` used."""
+    value = header.get(key)
+    if value is None:
+        return default
     try:
         return enum(value)
     except ValueError:
+        known = ", ".join(member.value for member in enum)
+        problems.append(f"header: unknown {key} {value!r:.40} (one of {known}); read as {default.value}")
         return default
+
+
+def _text(header: dict[str, Any], key: str, problems: list[str]) -> str | None:
+    value = header.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    problems.append(f"header: {key} must be a string; not used")
+    return None
 
 
 READER = TranscriptReader()

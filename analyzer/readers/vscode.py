@@ -49,7 +49,7 @@ class VSCodeReader:
     def read(self, source: InputSource, options: ReadOptions) -> Iterator[Event]:
         sessions = LogSessions(source, self.name, options, Vantage.CLIENT)
         factory = sessions.factory
-        for raw in source_lines(source):
+        for raw in source_lines(source, options.inflate):
             text, problems = factory.text_of(raw, sessions.key(None))
             yield from problems
             if text is None:
