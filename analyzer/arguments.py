@@ -16,6 +16,7 @@ from .config import count_of, seconds_of
 from .formats import FORMATS
 from .model import REVISIONS, Vantage
 from .readers import reader_names
+from .readers.inflate import ratio_of
 from .reconstruct import DEFAULT_MAX_OPEN, ReconstructOptions
 
 #: Frame numbers are 32-bit in pcap/pcapng tools (tshark's frame.number is a uint32).
@@ -149,6 +150,13 @@ def _audit_parser(a: argparse.ArgumentParser) -> None:
         help="captures: decode this TCP port as HTTP",
     )
     a.add_argument("--keylog", type=Path, metavar="FILE", help="captures: TLS key log (SSLKEYLOGFILE format)")
+    a.add_argument("--max-inflated", type=_count, metavar="BYTES", help="inflate a .gz input no further (16 GiB)")
+    a.add_argument(
+        "--max-inflate-ratio",
+        type=_number(float, ratio_of, "a number"),
+        metavar="N",
+        help="... nor past N times its compressed size once past 64 MiB (default 200)",
+    )
     a.add_argument(
         "--hold",
         type=_seconds,

@@ -34,6 +34,7 @@ from .outputs import AtomicOutput, refuse_inputs
 from .pipeline import AuditOptions, audit
 from .policy import gate_option, parse_gates
 from .readers import ReadOptions
+from .readers.inflate import InflateLimits
 from .reconstruct import ReconstructOptions
 from .results import AuditResult, ExitStatus, Setting
 
@@ -149,6 +150,8 @@ def _options(args: argparse.Namespace, settings: Settings) -> AuditOptions:
         "max-open": args.max_open,
         "protocol": args.protocol,
         "vantage": args.vantage,
+        "max-inflated": args.max_inflated,
+        "max-inflate-ratio": args.max_inflate_ratio,
     }
     changed = [Setting(k, v, str(settings.path)) for k, v in settings.values() if given.get(k) is None]
     changed += [
@@ -166,7 +169,12 @@ def _options(args: argparse.Namespace, settings: Settings) -> AuditOptions:
     vantage = Vantage(args.vantage) if args.vantage else None
     return AuditOptions(
         input_format=args.input_format,
-        read=ReadOptions(vantage=vantage, http_ports=tuple(args.http_port), keylog=args.keylog),
+        read=ReadOptions(
+            vantage=vantage,
+            http_ports=tuple(args.http_port),
+            keylog=args.keylog,
+            inflate=InflateLimits.given(args.max_inflated, args.max_inflate_ratio),
+        ),
         reconstruct=ReconstructOptions(
             protocol=args.protocol,
             race_window=args.race_window if args.race_window is not None else settings.race_window,

@@ -34,7 +34,11 @@ def test_pass_findings_and_usage_statuses() -> None:
 def test_empty_folder_exits_2_and_says_so(tmp_path: Path) -> None:
     proc = run("audit", str(tmp_path), "-o", str(tmp_path.parent / f"{tmp_path.name}.txt"))
     assert proc.returncode == 2
-    assert proc.stderr == f"cancelwire: error: nothing to read: no files in {tmp_path}\n"
+    assert proc.stderr.splitlines() == [
+        f"cancelwire: error: {tmp_path}: the folder holds no file to read",
+        "  hint: hidden files and folders (names starting with '.') are skipped",
+        "cancelwire: error: nothing could be read: none of the 1 input(s) was readable",
+    ]
 
 
 def test_folder_of_unreadable_formats_exits_2_and_says_so(tmp_path: Path) -> None:

@@ -29,6 +29,13 @@ class ByteStream(Protocol):
     def read(self, size: int = -1, /) -> bytes: ...
 
 
+def ratio_of(value: float) -> float:
+    """A ratio limit: a finite number, at least 1 (the command line checks `--max-inflate-ratio` with it)."""
+    if not math.isfinite(value) or value < 1:
+        raise ValueError(f"must be a finite number >= 1, not {value:g}")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class InflateLimits:
     """How far a compressed input is inflated (`--max-inflated`, `--max-inflate-ratio`)."""
@@ -44,11 +51,12 @@ class InflateLimits:
     repeated character (a test fixture, a log of identical lines) is read whole."""
 
     def __post_init__(self) -> None:
-        if not (self.max_bytes > 0 and math.isfinite(self.max_ratio) and self.max_ratio >= 1 and self.ratio_after >= 0):
-            raise CancelwireError(
-                f"inflate limits must be positive and finite (got {self.max_bytes} bytes, ratio {self.max_ratio})",
-                "--max-inflated takes a number of bytes > 0, --max-inflate-ratio a number >= 1",
-            )
+        try:
+            ratio_of(self.max_ratio)
+            if self.max_bytes < 1 or self.ratio_after < 0:
+                raise ValueError(f"must be at least 1 byte, not {self.max_bytes}")
+        except ValueError as exc:
+            raise CancelwireError(f"inflate limits: {exc}") from None
 
     @classmethod
     def given(cls, max_bytes: int | None, max_ratio: float | None) -> InflateLimits:
