@@ -139,10 +139,10 @@ def _session(s: Session) -> dict[str, Any]:
 def _unjudged(result: AuditResult) -> list[str]:
     """Everything the audit could not judge, in plain sentences (every format shows these)."""
     notes = [f"{i.path}: not analysed: {i.error}" for i in result.inputs if i.error and not i.sessions]
-    skipped = [i.path for i in result.inputs if i.skipped]
+    skipped = [f"{i.path} ({i.skipped})" for i in result.inputs if i.skipped]
     if skipped:
         shown = ", ".join(skipped[:8]) + (f" and {len(skipped) - 8} more" if len(skipped) > 8 else "")
-        notes.append(f"{len(skipped)} file(s) found in folders were skipped (not a format cancelwire reads): {shown}")
+        notes.append(f"{len(skipped)} file(s) found in folders were skipped: {shown}")
     notes += [f"{i.path}: reading stopped early: {i.error}" for i in result.inputs if i.error and i.sessions]
     for s in result.sessions:
         if s.revision is None:

@@ -77,7 +77,8 @@ class InputSummary:
     error: str | None = None
     """Why the input could not be read at all (then nothing of it was analysed)."""
     skipped: str | None = None
-    """Why a file found by walking a directory was not read (not a format cancelwire reads)."""
+    """Why a file found by walking a directory was not read (not a format cancelwire reads; a FIFO,
+    socket or device; a link to a folder)."""
 
 
 class Findings:

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cancelwire.audit import audit
 from cancelwire.errors import InputError
 from cancelwire.model import Anomaly, MessageEvent
+from cancelwire.pipeline import audit
 from cancelwire.readers import ReadOptions, choose_reader, expand_inputs
 from cancelwire.readers.inflate import InflateLimits, Inflater
 from cancelwire.readers.source import InputSource
