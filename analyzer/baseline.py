@@ -29,6 +29,7 @@ import orjson
 
 from . import __version__
 from .errors import BaselineError
+from .files import read_regular
 
 if TYPE_CHECKING:
     from .gates import Issue
@@ -79,13 +80,9 @@ class Baseline:
 def read(path: Path) -> Baseline:
     """Load a baseline file; every problem raises `BaselineError` naming the file and line."""
     name = str(path)
-    try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise BaselineError(f"{name}: {size} bytes, more than the {MAX_BYTES}-byte limit for a baseline")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise BaselineError(f"{name}: cannot read the baseline: {exc.strerror}") from exc
+    data = read_regular(path, limit=MAX_BYTES, what="baseline", error=BaselineError)
+    if not data.strip():
+        raise BaselineError(f"{name}: the baseline is empty", "write one with --write-baseline")
     lines = data.split(b"\n")
     header = _object(name, 1, lines[0])
     if header.get("cancelwire_baseline") != FORMAT_VERSION:
@@ -94,6 +91,8 @@ def read(path: Path) -> Baseline:
         raise BaselineError(f"{name}:1: not a cancelwire baseline of format {FORMAT_VERSION} (found {version!r})", hint)
     entries: dict[str, dict[str, Any]] = {}
     for number, line in enumerate(lines[1:], 2):
+        if len(line) > MAX_LINE:
+            raise BaselineError(f"{name}:{number}: line longer than {MAX_LINE} bytes")
         if not line.strip():
             continue
         if len(entries) >= MAX_ENTRIES:

@@ -40,6 +40,21 @@ def kind_of(mode: int) -> str:
 
 def read_toml(path: Path, *, limit: int, what: str, error: type[CancelwireError]) -> dict[str, Any]:
     """The TOML document at PATH: a regular file of at most LIMIT bytes, or ERROR naming the file."""
+    data = read_regular(path, limit=limit, what=what, error=error)
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: the {what} file is not UTF-8 (byte {exc.start})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{path}: not valid TOML: {exc}") from None
+    except ValueError as exc:  # tomllib lets int() refuse a number of more than 4300 digits
+        raise error(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise error(f"{path}: the {what} file is nested too deeply to read") from None
+
+
+def read_regular(path: Path, *, limit: int, what: str, error: type[CancelwireError]) -> bytes:
+    """The bytes of PATH: a regular file (never a FIFO or device) of at most LIMIT bytes, or ERROR."""
     try:
         before = os.stat(path)  # a FIFO or device is refused before it is opened
         if not stat.S_ISREG(before.st_mode):
@@ -53,16 +68,7 @@ def read_toml(path: Path, *, limit: int, what: str, error: type[CancelwireError]
         raise error(f"{path}: cannot read the {what} file: {exc.strerror}") from None
     if len(data) > limit:
         raise error(f"{path}: the {what} file is larger than {limit // 1024} KiB; that is not a {what} file")
-    try:
-        return tomllib.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise error(f"{path}: the {what} file is not UTF-8 (byte {exc.start})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise error(f"{path}: not valid TOML: {exc}") from None
-    except ValueError as exc:  # tomllib lets int() refuse a number of more than 4300 digits
-        raise error(f"{path}: not valid TOML: {exc}") from None
-    except RecursionError:
-        raise error(f"{path}: the {what} file is nested too deeply to read") from None
+    return data
 
 
 def shown(value: object, width: int = 60) -> str:
