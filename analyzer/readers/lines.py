@@ -90,6 +90,11 @@ def _chunks(stream: ByteStream) -> Iterator[bytes]:
     """The stream in pieces of about `CHUNK` bytes; CR line endings made LF when the first line
     ends in a lone CR."""
     chunk = stream.read(CHUNK)
+    while chunk and len(chunk) < CHUNK and b"\n" not in chunk and b"\r" not in chunk[:-1]:
+        more = stream.read(CHUNK)  # a pipe may hand over less than the first line: read on to its end
+        if not more:
+            break
+        chunk += more
     if not _cr_only(chunk):
         while chunk:
             yield chunk
