@@ -1,4 +1,5 @@
-"""The `cancelwire` command line: its parser and the checks on each value (cli.py runs the commands).
+"""The `cancelwire` command line: its parser, the checks on each value, and the audit options it gives
+with the settings file under it (cli.py runs the commands).
 
 Numbers are checked here as argparse types, so `--race-window nan`, `--hold -1` or `--max-open 0` is a
 usage error (exit 2) that names the option, the same checks the settings file gets (config.py).
@@ -12,16 +13,19 @@ from pathlib import Path
 from typing import TypeVar
 
 from . import __version__
-from .config import count_of, seconds_of
+from .config import Settings, count_of, find_settings, load_settings, seconds_of
 from .formats import FORMATS
 from .model import REVISIONS, Vantage
-from .readers import reader_names
-from .readers.inflate import ratio_of
+from .pipeline import AuditOptions
+from .readers import ReadOptions, reader_names
+from .readers.inflate import InflateLimits, ratio_of
 from .reconstruct import DEFAULT_MAX_OPEN, ReconstructOptions
+from .results import Setting
 
 #: Frame numbers are 32-bit in pcap/pcapng tools (tshark's frame.number is a uint32).
 MAX_FRAME = 2**32 - 1
 N = TypeVar("N", int, float)
+T = TypeVar("T")
 
 
 def _number(parse: Callable[[str], N], check: Callable[[N], N], what: str) -> Callable[[str], N]:
@@ -176,3 +180,65 @@ def _audit_parser(a: argparse.ArgumentParser) -> None:
     a.add_argument("--config", type=Path, metavar="FILE", help="settings file to use instead of the one found")
     a.add_argument("--isolated", action="store_true", help="use no settings file")
     _debug(a, argparse.SUPPRESS)
+
+
+def settings_of(args: argparse.Namespace) -> Settings:
+    """The settings file: --isolated uses none, --config names one, else the first found upwards."""
+    if args.isolated:
+        return Settings()
+    if args.config is not None:
+        return load_settings(args.config)
+    return find_settings(Path.cwd())
+
+
+def audit_options(args: argparse.Namespace, settings: Settings) -> AuditOptions:
+    """The command line over the settings file; every changed value is recorded with its source."""
+    given = {
+        "race-window": args.race_window,
+        "hold": args.hold,
+        "max-open": args.max_open,
+        "protocol": args.protocol,
+        "vantage": args.vantage,
+        "max-inflated": args.max_inflated,
+        "max-inflate-ratio": args.max_inflate_ratio,
+    }
+    changed = [Setting(k, v, str(settings.path)) for k, v in settings.values() if given.get(k) is None]
+    changed += [Setting(k, _text(v), "command line") for k, v in given.items() if v is not None]
+    changed += [Setting(f"ignore.{name}", "--ignore", "command line") for name in args.ignore]
+    changed += [Setting("select", ", ".join(args.select), "command line")] if args.select else []
+    changed += [Setting("rules", str(folder), "command line") for folder in args.rules]
+    flags = {"preview": args.preview or None, "input-format": args.input_format, "keylog": args.keylog}
+    changed += [Setting(k, "on" if v is True else str(v), "command line") for k, v in flags.items() if v]
+    changed += [Setting("http-port", str(port), "command line") for port in args.http_port]
+    defaults = ReconstructOptions()
+    vantage = Vantage(args.vantage) if args.vantage else None
+    return AuditOptions(
+        input_format=args.input_format,
+        read=ReadOptions(
+            vantage=vantage,
+            http_ports=tuple(args.http_port),
+            keylog=args.keylog,
+            inflate=InflateLimits.given(args.max_inflated, args.max_inflate_ratio),
+        ),
+        reconstruct=ReconstructOptions(
+            protocol=args.protocol,
+            race_window=args.race_window if args.race_window is not None else settings.race_window,
+            max_open=_first(args.max_open, settings.max_open, defaults.max_open),
+            hold_seconds=_first(args.hold, settings.hold, defaults.hold_seconds),
+            verifying_reads=settings.verifying_reads,
+        ),
+        rule_dirs=tuple(args.rules),
+        select=frozenset(args.select),
+        ignore={**settings.disabled, **{name: "--ignore on the command line" for name in args.ignore}},
+        preview=args.preview,
+        settings_file=settings.path,
+        settings=tuple(changed),
+    )
+
+
+def _text(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _first(*values: T | None) -> T:
+    return next(v for v in values if v is not None)

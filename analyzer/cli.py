@@ -24,19 +24,15 @@ from types import FrameType
 from typing import Any, TypeVar
 
 from . import __version__, baseline, catalog, inert
-from .arguments import build_parser
-from .config import Settings, find_settings, load_settings
+from .arguments import audit_options, build_parser, settings_of
 from .errors import CancelwireError, OutputError
 from .formats import OutputSpecError, plan, write
 from .gates import Triage
-from .model import CancelledCall, Level, RequestTimeline, Severity, Vantage
+from .model import CancelledCall, Level, RequestTimeline, Severity
 from .outputs import AtomicOutput, refuse_inputs
 from .pipeline import AuditOptions, audit
 from .policy import gate_option, parse_gates
-from .readers import ReadOptions
-from .readers.inflate import InflateLimits
-from .reconstruct import ReconstructOptions
-from .results import AuditResult, ExitStatus, Setting
+from .results import AuditResult, ExitStatus
 
 T = TypeVar("T")
 #: Stale baseline entries listed on stderr (the SARIF report lists every one).
@@ -134,74 +130,9 @@ def _inert_lines(text: str) -> str:
     return "".join(inert.terminal(line.expandtabs(4)) + "\n" for line in text.split("\n"))
 
 
-def _settings(args: argparse.Namespace) -> Settings:
-    if args.isolated:
-        return Settings()
-    if args.config is not None:
-        return load_settings(args.config)
-    return find_settings(Path.cwd())
-
-
-def _options(args: argparse.Namespace, settings: Settings) -> AuditOptions:
-    """The command line over the settings file; every changed value is recorded with its source."""
-    given = {
-        "race-window": args.race_window,
-        "hold": args.hold,
-        "max-open": args.max_open,
-        "protocol": args.protocol,
-        "vantage": args.vantage,
-        "max-inflated": args.max_inflated,
-        "max-inflate-ratio": args.max_inflate_ratio,
-    }
-    changed = [Setting(k, v, str(settings.path)) for k, v in settings.values() if given.get(k) is None]
-    changed += [
-        Setting(k, f"{v:g}" if isinstance(v, float) else str(v), "command line")
-        for k, v in given.items()
-        if v is not None
-    ]
-    changed += [Setting(f"ignore.{name}", "--ignore", "command line") for name in args.ignore]
-    changed += [Setting("select", ", ".join(args.select), "command line")] if args.select else []
-    changed += [Setting("rules", str(folder), "command line") for folder in args.rules]
-    flags = {"preview": args.preview or None, "input-format": args.input_format, "keylog": args.keylog}
-    changed += [Setting(k, "on" if v is True else str(v), "command line") for k, v in flags.items() if v]
-    changed += [Setting("http-port", str(port), "command line") for port in args.http_port]
-    defaults = ReconstructOptions()
-    vantage = Vantage(args.vantage) if args.vantage else None
-    return AuditOptions(
-        input_format=args.input_format,
-        read=ReadOptions(
-            vantage=vantage,
-            http_ports=tuple(args.http_port),
-            keylog=args.keylog,
-            inflate=InflateLimits.given(args.max_inflated, args.max_inflate_ratio),
-        ),
-        reconstruct=ReconstructOptions(
-            protocol=args.protocol,
-            race_window=args.race_window if args.race_window is not None else settings.race_window,
-            max_open=_first(args.max_open, settings.max_open, defaults.max_open),
-            hold_seconds=_first(args.hold, settings.hold, defaults.hold_seconds),
-            verifying_reads=settings.verifying_reads,
-        ),
-        rule_dirs=tuple(args.rules),
-        select=frozenset(args.select),
-        ignore={**settings.disabled, **{name: "--ignore on the command line" for name in args.ignore}},
-        preview=args.preview,
-        settings_file=settings.path,
-        settings=tuple(changed),
-    )
-
-
-def _text(value: object) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def _first(*values: T | None) -> T:
-    return next(v for v in values if v is not None)
-
-
 def _audit(args: argparse.Namespace) -> int:
-    settings = _settings(args)
-    options = _options(args, settings)
+    settings = settings_of(args)
+    options = audit_options(args, settings)
     try:
         reports = plan(args.format, args.output, args.report)
     except OutputSpecError as exc:
