@@ -32,7 +32,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any
@@ -254,6 +254,31 @@ def record(
     if not command:
         raise CancelwireError("no server command given", "usage: cancelwire record [-o FILE] -- COMMAND...")
     path = output if output is not None else default_output_path()
+    child, stream = _start(command, path)
+    transcript = _Transcript(stream)
+    header = {HEADER_KEY: FORMAT_VERSION, "transport": "stdio", "vantage": vantage, "command": list(command)}
+    transcript.write([{**header, "ts": time.time()}])
+    returncode = _relay(child, transcript, stdin_fd=stdin_fd, stdout_fd=stdout_fd, stderr_fd=stderr_fd)
+    status, killed_by = _exit_status(returncode)
+    final: dict[str, Any] = {"ts": time.time(), "event": "process-exited", "status": status}
+    if killed_by is not None:
+        final["signal"] = killed_by
+    transcript.close(final)
+    for pipe in (child.stdout, child.stderr, child.stdin):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
+    if (error := transcript.write_error) is not None:
+        raise InputError(
+            str(path),
+            f"the transcript is incomplete: writing failed ({error.strerror or error})",
+            "check free disk space and permissions, then record again",
+        )
+    return status
+
+
+def _start(command: list[str], path: Path) -> tuple[subprocess.Popen[bytes], IO[bytes]]:
+    """The transcript file opened and the server started; a server that cannot start leaves no new file."""
     created = not path.exists()
     stream = _open_output(path)
     try:
@@ -264,18 +289,13 @@ def record(
             with contextlib.suppress(OSError):
                 path.unlink()
         raise
-    transcript = _Transcript(stream)
-    transcript.write(
-        [
-            {
-                HEADER_KEY: FORMAT_VERSION,
-                "transport": "stdio",
-                "vantage": vantage,
-                "command": list(command),
-                "ts": time.time(),
-            }
-        ]
-    )
+    return child, stream
+
+
+def _relay(
+    child: subprocess.Popen[bytes], transcript: _Transcript, *, stdin_fd: int, stdout_fd: int, stderr_fd: int
+) -> int:
+    """Relay the three pipes until the server exits (signals forwarded to it meanwhile); its return code."""
     if child.stdin is None or child.stdout is None or child.stderr is None:  # pragma: no cover - PIPE given
         raise CancelwireError("internal error: the server's pipes were not created")
     child_stdin = child.stdin
@@ -298,17 +318,7 @@ def record(
         stop=server_gone,
         on_eof=close_child_stdin,
     )
-
-    previous: dict[signal.Signals, Any] = {}
-
-    def forward(signum: int, _frame: FrameType | None) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            child.send_signal(signum)
-
-    if threading.current_thread() is threading.main_thread():
-        for sig in FORWARDED_SIGNALS:
-            previous[sig] = signal.signal(sig, forward)
-    try:
+    with _signals_forwarded_to(child):
         for pump in (*pumps, stdin_pump):
             pump.start()
         returncode = child.wait()
@@ -317,22 +327,23 @@ def record(
             pump.join(max(0.0, deadline - time.monotonic()))
         server_gone.set()
         stdin_pump.join(STDIN_POLL_SECONDS * 5)
+    return returncode
+
+
+@contextlib.contextmanager
+def _signals_forwarded_to(child: subprocess.Popen[bytes]) -> Iterator[None]:
+    """SIGTERM, SIGINT and SIGHUP go to the server while it runs (Python allows handlers only in the main thread)."""
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            child.send_signal(signum)
+
+    previous: dict[signal.Signals, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in FORWARDED_SIGNALS:
+            previous[sig] = signal.signal(sig, forward)
+    try:
+        yield
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    status, killed_by = _exit_status(returncode)
-    final: dict[str, Any] = {"ts": time.time(), "event": "process-exited", "status": status}
-    if killed_by is not None:
-        final["signal"] = killed_by
-    transcript.close(final)
-    for pipe in (child.stdout, child.stderr):
-        with contextlib.suppress(OSError):
-            pipe.close()
-    close_child_stdin()
-    if (error := transcript.write_error) is not None:
-        raise InputError(
-            str(path),
-            f"the transcript is incomplete: writing failed ({error.strerror or error})",
-            "check free disk space and permissions, then record again",
-        )
-    return status

@@ -35,9 +35,10 @@ from typing import Any
 import orjson
 
 from ..jsonrpc import classify, decode_text, excerpt
-from ..model import Direction, Event, Message, MessageKind, RequestId, Side, Vantage
+from ..model import Anomaly, Direction, Event, Message, MessageKind, RequestId, Side, Vantage
 from ..transcript_format import HEADER_KEY
 from .base import InputSource, ReadOptions
+from .events import EventFactory
 from .hostlog_sessions import (
     LogSessions,
     direction_of,
@@ -118,29 +119,13 @@ class NdjsonReader:
             yield from started
             if assumed and record.written is not None:
                 assumed = False
-                yield factory.anomaly(
-                    raw.number,
-                    record.ts,
-                    key,
-                    "input.side-assumed",
-                    'no record in the first lines shows which side wrote the "send" records; '
-                    "assumed the client (override with --vantage server)",
-                )
+                yield _side_assumed(factory, raw.number, record.ts, key)
             if record.written is not None:
                 direction = direction_of(side if record.written else side.other)
             else:
                 direction = record.direction or inference.decide(decoded.messages)
             if direction is Direction.NONE and decoded.messages:
-                first = decoded.messages[0]
-                what = f"({first.method})" if first.method else f"(id {first.id!r})"
-                yield factory.anomaly(
-                    raw.number,
-                    record.ts,
-                    key,
-                    "input.direction-unknown",
-                    f"cannot tell who sent this {first.kind.value} {what}",
-                    request_id=first.id,
-                )
+                yield _direction_unknown(factory, raw.number, record.ts, key, decoded.messages[0])
             yield from factory.messages(
                 record.text,
                 line=raw.number,
@@ -149,6 +134,29 @@ class NdjsonReader:
                 direction=direction,
                 unterminated=raw.unterminated,
             )
+
+
+def _side_assumed(factory: EventFactory, line: int, ts: float | None, key: str) -> Anomaly:
+    return factory.anomaly(
+        line,
+        ts,
+        key,
+        "input.side-assumed",
+        'no record in the first lines shows which side wrote the "send" records; '
+        "assumed the client (override with --vantage server)",
+    )
+
+
+def _direction_unknown(factory: EventFactory, line: int, ts: float | None, key: str, first: Message) -> Anomaly:
+    what = f"({first.method})" if first.method else f"(id {first.id!r})"
+    return factory.anomaly(
+        line,
+        ts,
+        key,
+        "input.direction-unknown",
+        f"cannot tell who sent this {first.kind.value} {what}",
+        request_id=first.id,
+    )
 
 
 def _look_ahead(head: list[RawLine], vantage: Vantage | None) -> tuple[bool, bool, Side | None]:
