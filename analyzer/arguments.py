@@ -210,6 +210,9 @@ def audit_options(args: argparse.Namespace, settings: Settings) -> AuditOptions:
     flags = {"preview": args.preview or None, "input-format": args.input_format, "keylog": args.keylog}
     changed += [Setting(k, "on" if v is True else str(v), "command line") for k, v in flags.items() if v]
     changed += [Setting("http-port", str(port), "command line") for port in args.http_port]
+    changed += [
+        Setting(f"gates.{text.partition('=')[0]}", text.partition("=")[2], "command line") for text in args.gate
+    ]
     defaults = ReconstructOptions()
     vantage = Vantage(args.vantage) if args.vantage else None
     return AuditOptions(

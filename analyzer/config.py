@@ -74,6 +74,7 @@ class Settings:
         out += [(f"verifying-reads.{tool}", ", ".join(reads)) for tool, reads in self.verifying_reads.items()]
         out += [(f"disabled.{rule}", reason) for rule, reason in self.disabled.items()]
         out += [(f"gates.{outcome}", gate) for outcome, gate in self.gates.items()]
+        out += [(f"suppress.{n}", s.describe()) for n, s in enumerate(self.suppress, 1)]
         return out
 
 

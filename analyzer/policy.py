@@ -102,6 +102,20 @@ class Suppression:
     path: str | None = None
     """Glob over the input path as given (`recordings/legacy-*.jsonl`)."""
 
+    def describe(self) -> str:
+        """`outcome-unverified, tool append_ledger: why` (the report's settings list shows it)."""
+        where = [
+            f"{key} {value}"
+            for key, value in (
+                ("server", self.server),
+                ("tool", self.tool),
+                ("method", self.method),
+                ("path", self.path),
+            )
+            if value is not None
+        ]
+        return f"{', '.join([self.rule, *where])}: {self.reason}"
+
     def matches(self, issue: Issue) -> bool:
         if self.rule not in (issue.code, issue.name):
             return False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,34 @@ def test_defaults_cover_every_outcome_and_triage_counts() -> None:
         assert Triage(result, fail_on=Severity.ERROR).exit_status() == 0
     finally:
         result.close()
+
+
+def test_a_suppression_with_its_reason_is_shown_in_every_format(tmp_path: Path) -> None:
+    (tmp_path / "cancelwire.toml").write_text(
+        '[[suppress]]\nrule = "outcome-unverified"\ntool = "append_ledger"\nreason = "appends are idempotent"\n'
+    )
+    described = "suppress.1 = outcome-unverified, tool append_ledger: appends are idempotent"
+    text = run("audit", UNVERIFIED, "--fail-on", "warning", cwd=tmp_path)
+    assert text.returncode == 0  # accepted: it no longer fails the run
+    assert f"  {described} (from {tmp_path / 'cancelwire.toml'})" in text.stdout.splitlines()
+    report = json.loads(run("audit", UNVERIFIED, "--format", "json", cwd=tmp_path).stdout)
+    assert {
+        "setting": "suppress.1",
+        "value": described.split(" = ")[1],
+        "source": str(tmp_path / "cancelwire.toml"),
+    } in (report["run"]["settings"])
+    for fmt in ("md", "html"):
+        assert "appends are idempotent" in run("audit", UNVERIFIED, "--format", fmt, cwd=tmp_path).stdout
+    github = run("audit", UNVERIFIED, "--format", "github", "--fail-on", "warning", cwd=tmp_path).stdout
+    assert github == "::notice title=cancelwire::0 new issue(s); 1 suppressed in the settings file (fail-on warning)\n"
+    sarif = json.loads(run("audit", UNVERIFIED, "--format", "sarif", cwd=tmp_path).stdout)
+    (result,) = sarif["runs"][0]["results"]
+    assert result["suppressions"] == [{"kind": "external", "justification": "appends are idempotent"}]
+    junit = run("audit", UNVERIFIED, "--format", "junit", "--fail-on", "warning", cwd=tmp_path).stdout
+    assert "    suppressed: appends are idempotent" in junit and "<failure" not in junit
+    base = tmp_path / "b.jsonl"
+    run("audit", UNVERIFIED, "--write-baseline", str(base), cwd=tmp_path)
+    assert len(base.read_text().splitlines()) == 1  # the header only: accepted issues are not baselined
+    other = (tmp_path / "cancelwire.toml").read_text().replace("append_ledger", "other_tool")
+    (tmp_path / "cancelwire.toml").write_text(other)
+    assert run("audit", UNVERIFIED, "--fail-on", "warning", cwd=tmp_path).returncode == 1  # the filter must match

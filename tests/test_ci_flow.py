@@ -1,0 +1,96 @@
+"""The README's GitHub Actions job, run locally: sessions recorded through `cancelwire record` (by
+scripts/record_samples.py, which launches the real SDK server the way the README's fixture does), then
+the very audit command of the workflow, with its baseline, JUnit file, HTML report and annotations."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from junitparser import JUnitXml
+from test_cli import ROOT, run
+
+SCENARIOS = ("sdk-clean-session", "sdk-cancel-slow-tool")  # a clean session and an unverified cancel
+WORKFLOW = re.search(r"```yaml\n(name: mcp-sessions\n.*?)```", (ROOT / "README.md").read_text(), re.S)
+
+
+def workflow_commands() -> list[list[str]]:
+    assert WORKFLOW is not None, "the README has no GitHub Actions example"
+    lines = [line.strip() for line in WORKFLOW.group(1).splitlines()]
+    return [shlex.split(line.removeprefix("run: ")) for line in lines if line.startswith("run: cancelwire ")]
+
+
+def test_the_workflow_records_audits_and_writes_what_it_uploads(tmp_path: Path) -> None:
+    recordings = tmp_path / "recordings"
+    subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "record_samples.py"), "--out", str(recordings), "--only", *SCENARIOS],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (audit,) = workflow_commands()
+    assert audit[:3] == ["cancelwire", "audit", "recordings/"]
+    baseline = audit[audit.index("--baseline") + 1]
+
+    # first run, before anything was accepted: the unverified cancel fails the job at --fail-on warning
+    (tmp_path / baseline).write_text('{"cancelwire_baseline": 1}\n')
+    proc = run(*audit[1:], cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    annotations = proc.stdout.splitlines()
+    assert annotations[0].startswith(
+        "::warning file=recordings/sdk-cancel-slow-tool.jsonl,line=9,title=outcome-unverified::"
+    )
+    xml = JUnitXml.fromfile(str(tmp_path / audit[audit.index("--report") + 1].split("=", 1)[1]))
+    assert xml.failures == 1
+    html = tmp_path / audit[audit.index("--report", audit.index("--report") + 1) + 1].split("=", 1)[1]
+    assert "outcome-unverified" in html.read_text()
+
+    # accepted into the baseline (as a team would commit it), the same recordings pass
+    accept = run("audit", "recordings/", "--write-baseline", baseline, "--fail-on", "never", cwd=tmp_path)
+    assert accept.returncode == 0
+    proc = run(*audit[1:], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout
+    assert proc.stdout.splitlines() == [
+        "::notice title=cancelwire::0 new issue(s); 1 known to the baseline, 0 baseline entr(ies) no longer seen "
+        "(fail-on warning)"
+    ]
+    assert JUnitXml.fromfile(str(tmp_path / "cancelwire-junit.xml")).failures == 0
+
+
+def test_several_outputs_from_one_run_match_single_runs(tmp_path: Path) -> None:
+    sample = "sample_captures/stdio/handwritten-client-cancels-unknown-id.jsonl"
+    proc = run(
+        "audit",
+        sample,
+        "--report",
+        f"junit={tmp_path / 'a.xml'}",
+        "--report",
+        "md=-",
+        "--report",
+        f"json={tmp_path / 'a.json'}",
+    )
+    assert proc.returncode == 1
+    assert proc.stdout.startswith("## cancelwire audit\n")  # the Markdown report, once
+    assert proc.stdout.count("## cancelwire audit") == 1
+    single = run("audit", sample, "--format", "junit").stdout
+    assert (tmp_path / "a.xml").read_text() == single
+    assert '"schema_version"' in (tmp_path / "a.json").read_text()
+
+
+def test_report_option_errors_are_usage_errors(tmp_path: Path) -> None:
+    sample = "sample_captures/stdio/sdk-clean-session.jsonl"
+    cases = [
+        (["--report", "junit"], "--report 'junit': expected FORMAT=FILE, e.g. junit=cancelwire.xml or md=-"),
+        (
+            ["--report", "xml=x"],
+            "--report 'xml=x': unknown format 'xml'; one of text, json, md, html, junit, sarif, github",
+        ),
+        (["--report", "md=-", "--report", "json=-"], "only one report can go to standard output (-)"),
+        (["--report", f"md={tmp_path}/r", "--report", f"json={tmp_path}/r"], f"two reports would write {tmp_path}/r"),
+    ]
+    for args, error in cases:
+        proc = run("audit", sample, *args)
+        assert (proc.returncode, proc.stderr) == (2, f"cancelwire: error: {error}\n")
