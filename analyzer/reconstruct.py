@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from . import cancels, holds, streams
 from .entrylog import EntryLog
@@ -310,14 +311,17 @@ class Reconstructor:
             return
         key = session.tokens.get(token)
         item = session.open.get(key) if key else None
+        value: Any = payload.get("progress")
+        numeric = value.__class__ is int or value.__class__ is float  # not bool, whose class is bool
+        if not numeric or payload.get("total", 0).__class__ not in _NUMBERS:
+            self._out.append(_not_a_number(session, event, payload, item))
         if item is None:
             late = self.finished.late_progress(session, event, token)
             if late is not None:
                 self._out.append(late)
             return
         session.add_entry(item, _entry(EntryKind.PROGRESS, sender, event))
-        value = payload.get("progress")
-        if isinstance(value, int | float) and not isinstance(value, bool):
+        if numeric:
             if item.last_progress is not None and value <= item.last_progress:
                 self._out.append(
                     session.anomaly(
@@ -415,6 +419,42 @@ def _entry(kind: EntryKind, side: Side, event: MessageEvent) -> TimelineEntry:
         Certainty.EXACT,
         message.excerpt,
     )
+
+
+_NUMBERS = (int, float)
+
+
+def _not_a_number(
+    session: SessionState, event: MessageEvent, payload: Mapping[str, Any], item: PendingRequest | None
+) -> Anomaly:
+    """The anomaly for progress (or a total) that is missing or not a JSON number."""
+    what = []
+    for name in ("progress", "total"):
+        value = payload.get(name, _ABSENT)
+        if value.__class__ in _NUMBERS or (value is _ABSENT and name == "total"):
+            continue
+        what.append(f"{name} is {_describe(value)}")
+    detail = "; ".join(what)
+    if item is None:
+        return session.anomaly(event, "progress.not-a-number", detail)
+    return session.anomaly(
+        event, "progress.not-a-number", detail, item.request_id, item.method, requester=item.requester
+    )
+
+
+def _describe(value: Any) -> str:
+    """A JSON value in a few words, bounded (never the repr of a hostile container)."""
+    if value is _ABSENT:
+        return "missing"
+    if isinstance(value, str):
+        shown = repr(value[:40]) + ("…" if len(value) > 40 else "")
+        return f"{shown}, a string"
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    return "an object" if isinstance(value, dict) else "an array"
+
+
+_ABSENT: Any = object()
 
 
 def _null_id_allowed(message: Message, revision: Revision | None) -> bool:
