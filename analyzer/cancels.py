@@ -39,7 +39,7 @@ def cancel_problems(session: SessionState, event: MessageEvent, sender: Side, ow
     facts = session.facts_for(own.declared_revision)
     if facts is None:
         return []
-    problems = []
+    problems: list[Anomaly] = []
     target, method, revision = own.request_id, own.method, facts.revision
     if sender is Side.SERVER and not facts.server_may_cancel:
         what = f"the server cancelled its own id {target!r}; in {revision} only the client cancels"
@@ -51,6 +51,21 @@ def cancel_problems(session: SessionState, event: MessageEvent, sender: Side, ow
         )
         problems.append(session.anomaly(event, "cancel.mechanism-mismatch", what, target, method, requester=sender))
     return problems
+
+
+def may_be_ignored(session: SessionState, sender: Side, own: PendingRequest) -> bool:
+    """A cancel its receiver was entitled to ignore: of `initialize` (never cancelled), by a server
+    where only the client cancels (2026-07-28), or a POSTed notification where closing the request's
+    stream is the cancel (Streamable HTTP, 2026-07-28). It is reported (CW104, CW105, CW107) but is
+    not the request's cancel, so nothing after it is judged against it."""
+    if own.method == "initialize":
+        return True
+    facts = session.facts_for(own.declared_revision)
+    if facts is None:
+        return False
+    if sender is Side.SERVER and not facts.server_may_cancel:
+        return True
+    return session.start.transport is Transport.STREAMABLE_HTTP and not facts.http_notification_is_cancel
 
 
 def disconnect(

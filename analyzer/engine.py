@@ -189,7 +189,7 @@ class Engine:
         assert cond.after is not None
         if cond.shape == "pair":
             assert cond.then is not None
-            anchor = next((e for e in tl.entries if _selects(cond.after, tl, e, cancelled)), None)
+            anchor = next((e for e in tl.entries if _anchors(cond.after, tl, e, cancelled)), None)
             if anchor is None:
                 return None
             hits = [
@@ -257,7 +257,7 @@ def _absence(
     never = cond.never
     # an anchor that itself ends the wait (a close that is also the cancel) is no anchor
     anchor = next(
-        (e for e in tl.entries if _selects(cond.after, tl, e, cancelled) and not _selects(never, tl, e, cancelled)),
+        (e for e in tl.entries if _anchors(cond.after, tl, e, cancelled) and not _selects(never, tl, e, cancelled)),
         None,
     )
     if anchor is None:
@@ -272,6 +272,15 @@ def _absence(
     if cond.within is not None and (closer.ts is None or anchor.ts is None or closer.ts - anchor.ts <= cond.within):
         return None  # closed in time, or no clock to tell
     return anchor, [closer]
+
+
+def _anchors(sel: Selector, tl: RequestTimeline, entry: TimelineEntry, cancelled: CancelledCall | None) -> bool:
+    """An entry an ordered pair or an absence can start from. A cancel entry that is not the timeline's
+    cancel (one its receiver was entitled to ignore, see `cancels.may_be_ignored`) orders nothing: it is
+    reported by its own rule, and what followed it is not judged against it."""
+    if entry.kind is EntryKind.CANCEL and (tl.cancel is None or tl.cancel.entry.seq != entry.seq):
+        return False
+    return _selects(sel, tl, entry, cancelled)
 
 
 def _selects(sel: Selector, tl: RequestTimeline, entry: TimelineEntry, cancelled: CancelledCall | None) -> bool:

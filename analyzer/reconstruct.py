@@ -353,7 +353,7 @@ class Reconstructor:
             return
         self._out.extend(cancels.cancel_problems(session, event, sender, own))
         entry = _entry(EntryKind.CANCEL, sender, event)
-        if own.cancel is None:
+        if own.cancel is None and not cancels.may_be_ignored(session, sender, own):
             reason = message.payload.get("reason")
             own.cancel = CancelInfo(CancelMechanism.NOTIFICATION, entry, reason if isinstance(reason, str) else None)
             holds.hold(session, own)

@@ -107,7 +107,7 @@ def test_rules_and_explain() -> None:
     assert listing[0].split() == ["ID", "SLUG", "SEVERITY", "STATUS", "REVISIONS"]
     assert any(line.split()[:3] == ["CW101", "response-after-cancel", "error/warning"] for line in listing)
     text = run("explain", "CW101").stdout
-    assert text.startswith("CW101 response-after-cancel (rev 1, stable since 0.1.0)\n")
+    assert text.startswith("CW101 response-after-cancel (rev 2, stable since 0.1.0)\n")
     assert "  2026-07-28: MUST -> error" in text
 
 
