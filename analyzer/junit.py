@@ -10,8 +10,8 @@ one failed test listing ten findings. A test case
 - passes otherwise, listing in `<system-out>` what was below the gate, known or suppressed (and why);
 - is skipped when the rule does not apply to the session's revision, or was disabled (with the reason).
 
-An input that could not be read is one test case with `<error>`. Attributes follow the common JUnit
-schema (Jenkins xunit's junit-10.xsd), which the tests validate against.
+An input that could not be read is one test case with `<error>`. Attributes are those the common CI
+readers document (tests/schemas/junit.xsd, which the tests validate against).
 """
 
 from __future__ import annotations
