@@ -1,0 +1,376 @@
+"""Shared pieces of the fuzz tests and `scripts/robustness.py`: budgets, samples, mutations, strategies.
+
+The budget: every fuzz test runs a fixed, derandomised number of examples (reproducible in CI, no example
+database). `CANCELWIRE_FUZZ_EXAMPLES=N` multiplies each test's default by N/10 and explores with fresh
+randomness, for long local runs:
+
+    CANCELWIRE_FUZZ_EXAMPLES=1000 .venv/bin/python -m pytest -q tests/test_fuzz_*.py
+
+Mutations are plain functions of (bytes, random.Random) so the robustness script draws them from a seed
+and the hypothesis strategies draw them from a hypothesis-controlled `Random` (which shrinks).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gzip
+import io
+import os
+import random
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
+ROOT = Path(__file__).resolve().parents[1]
+LONG_RUN = os.environ.get("CANCELWIRE_FUZZ_EXAMPLES")
+RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+"""What must never reach a terminal raw: C0 controls but tab and newline, and DEL."""
+
+
+def fuzz_settings(examples: int, *, slow_data: bool = False) -> settings:
+    """`examples` in CI (derandomised, no database); scaled by CANCELWIRE_FUZZ_EXAMPLES for long runs.
+
+    `slow_data`: the strategies draw whole sample files and mutate them, which hypothesis flags as
+    too slow / too large to generate; that is the point here, not a mistake in the strategy.
+    """
+    checks = [HealthCheck.too_slow, HealthCheck.data_too_large] if slow_data else []
+    if LONG_RUN:
+        return settings(
+            max_examples=max(1, examples * int(LONG_RUN) // 10),
+            deadline=None,
+            suppress_health_check=checks,
+        )
+    return settings(max_examples=examples, deadline=None, derandomize=True, database=None, suppress_health_check=checks)
+
+
+# ---------------------------------------------------------------------------------------------- samples
+
+READER_SAMPLES: dict[str, tuple[str, ...]] = {
+    "cancelwire-transcript": (
+        "sample_captures/stdio/sdk-cancel-slow-tool.jsonl",
+        "sample_captures/stdio/handwritten-server-late-result-after-cancel.jsonl",
+        "sample_captures/stdio/handwritten-client-cancels-unknown-id.jsonl",
+        "sample_captures/stdio/sdk-cancel-then-verify-by-read.jsonl",
+    ),
+    "claude-desktop": ("tests/fixtures/hostlogs/mcp.log", "tests/fixtures/hostlogs/mcp-server-slow-demo.log"),
+    "vscode": ("tests/fixtures/hostlogs/vscode-slow-demo.log",),
+    "go-sdk": ("tests/fixtures/hostlogs/gosdk-client.log", "tests/fixtures/hostlogs/gosdk-server.log"),
+    "ndjson": (
+        "tests/fixtures/hostlogs/session.ndjson",
+        "tests/fixtures/hostlogs/session-sendrecv.jsonl",
+        "tests/fixtures/hostlogs/session-dir.jsonl",
+    ),
+    "pcap": (
+        "sample_captures/http/sdk-http-cancel-close-stream.pcapng",
+        "sample_captures/http/bad-server-writes-after-disconnect.pcapng",
+        "tests/rules/http-error-status/triggers.pcapng",
+        "tests/rules/sse-event-cut-off/triggers.pcapng",
+    ),
+}
+"""Real recordings per reader (`--input-format` names), smallest useful ones: mutation starts from these."""
+
+TEXT_READERS = tuple(name for name in READER_SAMPLES if name != "pcap")
+
+
+@functools.cache
+def sample_bytes(reader: str) -> tuple[bytes, ...]:
+    return tuple((ROOT / path).read_bytes() for path in READER_SAMPLES[reader])
+
+
+# ---------------------------------------------------------------------------------------------- mutations
+
+CONTROL_BYTES = (
+    b"\x00",
+    b"\x1b[2J",
+    b"\x1b]0;pwned\x07",
+    b"\r",
+    b"\x7f",
+    b"\x08\x08\x08",
+    b"\x0c",
+    b"\x85",
+    b"\xe2\x80\xae",
+)
+HUGE_NUMBERS = (b"18446744073709551616", b"1e400", b"-1e400", b"9" * 400, b"-0", b"1.7976931348623157e309", b"NaN")
+DEEP_NEST = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class Mutated:
+    op: str
+    data: bytes
+    damaged: tuple[int, int]
+    """Byte range of `data` that differs from the original (everything outside it is the original, shifted);
+    (0, len(data)) when the whole input changed shape (gzip, CR endings)."""
+
+
+def _pos(data: bytes, rng: random.Random) -> int:
+    return rng.randrange(len(data) + 1)
+
+
+def _line_start(data: bytes, rng: random.Random) -> int:
+    starts = [0, *(m.end() for m in re.finditer(rb"\n", data))]
+    return rng.choice(starts)
+
+
+def _whole(op: str, data: bytes) -> Mutated:
+    return Mutated(op, data, (0, len(data)))
+
+
+def _replace(op: str, data: bytes, start: int, end: int, new: bytes) -> Mutated:
+    return Mutated(op, data[:start] + new + data[end:], (start, start + len(new)))
+
+
+def bit_flips(data: bytes, rng: random.Random, donor: bytes) -> Mutated:
+    if not data:
+        return _whole("bit-flips", data)
+    out = bytearray(data)
+    touched = [rng.randrange(len(out)) for _ in range(rng.randint(1, 8))]
+    for at in touched:
+        out[at] ^= 1 << rng.randrange(8)
+    return Mutated("bit-flips", bytes(out), (min(touched), max(touched) + 1))
+
+
+def truncation(data: bytes, rng: random.Random, donor: bytes) -> Mutated:
+    cut = _pos(data, rng)
+    return Mutated("truncation", data[:cut], (cut, cut))
+
+
+def duplication(data: bytes, rng: random.Random, donor: bytes) -> Mutated:
+    start = _pos(data, rng)
+    end = min(len(data), start + rng.randint(1, 4096))
+    return _replace("duplication", data, end, end, data[start:end])
+
+
+def splice(data: bytes, rng: random.Random, donor: bytes) -> Mutated:
+    """The start of this input, then the rest of another from a random point (two files glued)."""
+    cut, other = _pos(data, rng), _pos(donor, rng)
+    return _replace("splice", data, cut, len(data), donor[other:])
+
+
+def half_line(data: bytes, rng: random.Random, donor: bytes) -> Mutated:
+    """One line cut in the middle, its newline kept: a writer killed mid-line, then restarted."""
+    start = _line_start(data, rng)
+    end = data.find(b"\n", start)
+    end = len(data) if end < 0 else end
+    cut = start + (end - start) // 2
+    return Mutated("half-line", data[:cut] + data[end:], (cut, cut))
+
+
+def control_bytes(data: bytes, rng: random.Random, donor: bytes) -> Mutated:
+    at = _pos(data, rng)
+    return _replace("control-bytes", data, at, at, rng.choice(CONTROL_BYTES) * rng.randint(1, 3))
+
+
+def deep_nesting(data: bytes, rng: random.Random, donor: bytes) -> Mutated:
+    """Thousands of unclosed brackets inside a message (sometimes with the rest of its line cut)."""
+    braces = [m.start() for m in re.finditer(rb"[{\[]", data)]
+    at = rng.choice(braces) if braces and rng.random() < 0.7 else _line_start(data, rng)
+    nest = rng.choice((b"[", b'{"a":')) * rng.choice((1_000, DEEP_NEST))
+    if rng.random() < 0.5:
+        end = data.find(b"\n", at)
+        return _replace("deep-nesting", data, at, len(data) if end < 0 else end, nest)
+    return _replace("deep-nesting", data, at, at, nest)
+
+
+def huge_number(data: bytes, rng: random.Random, donor: bytes) -> Mutated:
+    numbers = list(re.finditer(rb"(?<![\w.])-?\d+(?:\.\d+)?", data))
+    if not numbers:
+        return control_bytes(data, rng, donor)
+    found = rng.choice(numbers)
+    return _replace("huge-number", data, found.start(), found.end(), rng.choice(HUGE_NUMBERS))
+
+
+def lone_surrogate(data: bytes, rng: random.Random, donor: bytes) -> Mutated:
+    """A JSON escape of half a surrogate pair (what json.dumps writes for a non-UTF-8 file name)."""
+    quotes = [m.end() for m in re.finditer(rb'\\?"', data)]
+    at = rng.choice(quotes) if quotes else _pos(data, rng)
+    escape = rng.choice((b"\\udcff", b"\\ud800", b"\\\\udcff", b"\xed\xb3\xbf"))
+    return _replace("lone-surrogate", data, at, at, escape)
+
+
+def bom(data: bytes, rng: random.Random, donor: bytes) -> Mutated:
+    return _replace("bom", data, 0, 0, b"\xef\xbb\xbf")
+
+
+def cr_only(data: bytes, rng: random.Random, donor: bytes) -> Mutated:
+    return _whole("cr-only", data.replace(b"\r\n", b"\n").replace(b"\n", b"\r"))
+
+
+def crlf(data: bytes, rng: random.Random, donor: bytes) -> Mutated:
+    return _whole("crlf", data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"))
+
+
+def gzipped(data: bytes, rng: random.Random, donor: bytes) -> Mutated:
+    """The input gzip-compressed, sometimes cut short or with garbage after it (a damaged .gz)."""
+    packed = gzip.compress(data, mtime=0)
+    tail = rng.choice(("whole", "cut", "trailing"))
+    if tail == "cut":
+        packed = packed[: rng.randint(10, max(10, len(packed) - 1))]
+    elif tail == "trailing":
+        packed += bytes(rng.randrange(256) for _ in range(rng.randint(1, 64)))
+    return _whole(f"gzip-{tail}", packed)
+
+
+Mutation = Callable[[bytes, random.Random, bytes], Mutated]
+MUTATIONS: tuple[Mutation, ...] = (
+    bit_flips,
+    truncation,
+    duplication,
+    splice,
+    half_line,
+    control_bytes,
+    deep_nesting,
+    huge_number,
+    lone_surrogate,
+    bom,
+    cr_only,
+    crlf,
+    gzipped,
+)
+
+
+def mutate(data: bytes, rng: random.Random, donor: bytes, rounds: int = 1) -> Mutated:
+    """`rounds` random mutations in a row; the damaged range is the whole input after more than one."""
+    result = Mutated("none", data, (0, 0))
+    for _ in range(rounds):
+        step = rng.choice(MUTATIONS)(result.data, rng, donor)
+        op = step.op if result.op == "none" else f"{result.op}+{step.op}"
+        damaged = step.damaged if result.op == "none" else (0, len(step.data))
+        result = Mutated(op, step.data, damaged)
+    return result
+
+
+def mutated_sample(reader: str, index: int, donor: int, rng: random.Random, rounds: int) -> Mutated:
+    """Sample `index` of `reader`, mutated `rounds` times, sample `donor` for splices (short to print)."""
+    samples = sample_bytes(reader)
+    return mutate(samples[index % len(samples)], rng, samples[donor % len(samples)], rounds)
+
+
+def mutated_samples(reader: str, max_rounds: int = 3) -> st.SearchStrategy[Mutated]:
+    """One of the reader's samples, mutated 1..max_rounds times, another sample as the splice donor."""
+    count = len(READER_SAMPLES[reader])
+    return st.builds(
+        mutated_sample,
+        st.just(reader),
+        st.integers(0, count - 1),
+        st.integers(0, count - 1),
+        st.randoms(use_true_random=False),
+        st.integers(1, max_rounds),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- JSON-RPC
+
+CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "w", "_meta": {"progressToken": 1}}}
+STEP = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 1}}
+CANCEL = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+REPLY = {"jsonrpc": "2.0", "id": 1, "result": {}}
+SIMPLE_MESSAGES = (CALL, STEP, CANCEL, REPLY)
+"""One call's life: the messages of tests/test_entry_limit.py's sequences."""
+
+GAPS = (0.001, 0.03, 0.5)
+
+ids = st.one_of(
+    st.integers(-(2**70), 2**70),
+    st.sampled_from([1, 2, 0, -1, "1", "", "a\x1b[2J", 1.5, None, True, [1], {"x": 1}]),
+    st.text(max_size=8),
+)
+methods = st.sampled_from(
+    [
+        "initialize",
+        "notifications/initialized",
+        "tools/call",
+        "tools/list",
+        "resources/read",
+        "notifications/cancelled",
+        "notifications/progress",
+        "ping",
+        "x\x1b]0;t\x07",
+        "",
+    ]
+)
+json_leaves = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(), st.text(max_size=10))
+json_values = st.recursive(
+    json_leaves,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@st.composite
+def messages(draw: st.DrawFn) -> object:
+    """A JSON-RPC-shaped value, often valid, with fields drawn to hit id/method/params edge cases."""
+    shape = draw(st.sampled_from(["request", "notification", "result", "error", "batch", "known", "any"]))
+    if shape == "known":
+        return draw(st.sampled_from(SIMPLE_MESSAGES))
+    if shape == "any":
+        return draw(json_values)
+    if shape == "batch":
+        return draw(st.lists(st.sampled_from(SIMPLE_MESSAGES), max_size=3))
+    message: dict[str, object] = {"jsonrpc": draw(st.sampled_from(["2.0", "2.0", "1.0", 2]))}
+    if shape in ("request", "result", "error"):
+        message["id"] = draw(ids)
+    if shape in ("request", "notification"):
+        message["method"] = draw(methods)
+        params = draw(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "requestId": ids,
+                    "progressToken": ids,
+                    "progress": json_leaves,
+                    "name": st.text(max_size=8),
+                    "protocolVersion": st.sampled_from(["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "x"]),
+                    "_meta": st.fixed_dictionaries({}, optional={"progressToken": ids}),
+                },
+            )
+        )
+        message["params"] = params
+    elif shape == "result":
+        message["result"] = draw(json_values)
+    else:
+        message["error"] = {"code": draw(st.integers(-(2**40), 2**40)), "message": draw(st.text(max_size=8))}
+    return message
+
+
+simple_steps = st.lists(
+    st.tuples(st.sampled_from(["c2s", "s2c"]), st.sampled_from(SIMPLE_MESSAGES), st.sampled_from(GAPS)),
+    min_size=1,
+    max_size=40,
+)
+"""(direction, message, gap before it): sequences of one call's messages in any order and timing."""
+
+hostile_steps = st.lists(
+    st.tuples(st.sampled_from(["c2s", "s2c"]), messages(), st.sampled_from([*GAPS, 0.0, 400.0])),
+    min_size=1,
+    max_size=30,
+)
+"""Like `simple_steps`, with any JSON-RPC-shaped message: odd ids, methods, params, batches, non-objects."""
+
+
+# ---------------------------------------------------------------------------------------------- the CLI
+
+
+@dataclass(frozen=True, slots=True)
+class CliRun:
+    status: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(argv: list[str]) -> CliRun:
+    """`cancelwire.cli.main(argv)` in this process, its output captured; an escaping exception propagates."""
+    from cancelwire.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = main(argv)
+        except SystemExit as exc:  # argparse usage errors
+            status = exc.code if isinstance(exc.code, int) else 2
+    return CliRun(status, out.getvalue(), err.getvalue())

@@ -1,0 +1,44 @@
+"""The whole command, in process, on mutated recordings: a documented exit status, never a traceback.
+
+Exit statuses: 0 nothing at or above --fail-on, 1 findings, 2 usage or unreadable input; 3 (internal
+error) and an escaping exception are bugs. The text report and stderr never carry a raw control byte.
+"""
+
+from __future__ import annotations
+
+import pytest
+from cancelwire.report import FORMATS as REPORT_FORMATS
+from fuzzing import RAW_CONTROL, TEXT_READERS, CliRun, Mutated, fuzz_settings, mutated_samples, run_cli
+from hypothesis import given
+from hypothesis import strategies as st
+
+FORMATS = list(REPORT_FORMATS)
+
+
+def check_run(run: CliRun, *, text_output: bool) -> None:
+    assert run.status in (0, 1, 2), run
+    assert "Traceback" not in run.stderr, run.stderr
+    assert not RAW_CONTROL.search(run.stderr), run.stderr
+    if text_output:
+        assert not RAW_CONTROL.search(run.stdout), [m.group() for m in RAW_CONTROL.finditer(run.stdout)][:5]
+
+
+@pytest.mark.parametrize("reader", TEXT_READERS)
+@fuzz_settings(25, slow_data=True)
+@given(mutated=st.data(), fmt=st.sampled_from(FORMATS), forced=st.booleans())
+def test_audit_of_a_mutated_recording(
+    tmp_path_factory: pytest.TempPathFactory, reader: str, mutated: st.DataObject, fmt: str, forced: bool
+) -> None:
+    case: Mutated = mutated.draw(mutated_samples(reader), label="mutated")
+    path = tmp_path_factory.mktemp("cli") / "input.log"
+    path.write_bytes(case.data)
+    argv = ["audit", str(path), "--format", fmt, *(["--input-format", reader] if forced else [])]
+    check_run(run_cli(argv), text_output=fmt == "text")
+
+
+@fuzz_settings(8, slow_data=True)
+@given(mutated=mutated_samples("pcap", max_rounds=1))
+def test_audit_of_a_mutated_capture(tmp_path_factory: pytest.TempPathFactory, mutated: Mutated) -> None:
+    path = tmp_path_factory.mktemp("cli") / "input.pcapng"
+    path.write_bytes(mutated.data)
+    check_run(run_cli(["audit", str(path)]), text_output=True)

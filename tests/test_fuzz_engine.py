@@ -1,0 +1,63 @@
+"""Reconstruction and the rule engine on any JSON-RPC message sequence, from every vantage and revision.
+
+No exception, the input is read, every finding comes from a catalogue rule and cites lines of the input,
+every cancelled call is one the input cancelled, and the audit is deterministic.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cancelwire.audit import AuditOptions, audit
+from cancelwire.catalog import load_catalog
+from cancelwire.model import REVISIONS, Severity
+from cancelwire.reconstruct import ReconstructOptions
+from fuzzing import fuzz_settings, hostile_steps
+from hypothesis import given
+from hypothesis import strategies as st
+from transcripts import Line, write_transcript
+
+SLUGS = {rule.slug for rule in load_catalog()}
+
+
+def _transcript(folder: Path, steps: list[tuple[str, object, float]], vantage: str) -> Path:
+    lines: list[Line] = []
+    ts = 1.0
+    for direction, message, gap in steps:
+        ts += gap
+        lines.append((ts, direction, message))  # type: ignore[arg-type]  # any JSON value, on purpose
+    return write_transcript(folder / "x.jsonl", lines, vantage=vantage)
+
+
+def _summary(path: Path, options: AuditOptions) -> tuple[object, ...]:
+    result = audit([str(path)], options)
+    try:
+        assert [i.error for i in result.inputs] == [None]
+        findings = list(result.findings)
+        last_line = len(path.read_bytes().splitlines())
+        for f in findings:
+            assert f.rule in SLUGS, f
+            assert all(o.line is not None and 1 <= o.line <= last_line for o in f.evidence), f
+        assert result.exit_status(Severity.ERROR) in (0, 1)
+        return (
+            sorted((f.rule, str(f.request_id), f.message, f.certainty) for f in findings),
+            [(str(c.request_id), c.outcome) for c in result.cancellations],
+        )
+    finally:
+        result.close()
+
+
+@pytest.mark.parametrize("vantage", ["proxy", "client", "server"])
+@fuzz_settings(50)
+@given(steps=hostile_steps, revision=st.sampled_from([None, *REVISIONS]), hold=st.sampled_from([0.0, 1.0, 300.0]))
+def test_any_message_sequence_is_judged_deterministically(
+    tmp_path_factory: pytest.TempPathFactory,
+    vantage: str,
+    steps: list[tuple[str, object, float]],
+    revision: str | None,
+    hold: float,
+) -> None:
+    path = _transcript(tmp_path_factory.mktemp("seq"), steps, vantage)
+    options = AuditOptions(reconstruct=ReconstructOptions(protocol=revision, hold_seconds=hold, max_open=4))
+    assert _summary(path, options) == _summary(path, options)
