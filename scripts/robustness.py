@@ -50,8 +50,8 @@ out = {"cited": [], "messages": [], "status": None, "crash": None, "control": Fa
 try:
     from cancelwire.errors import InputError
     from cancelwire.model import MessageEvent
-    from cancelwire.readers import InputSource, ReadOptions, all_readers
-    reader = next(r for r in all_readers() if r.name == reader_name)
+    from cancelwire.readers import READERS, InputSource, ReadOptions
+    reader = next(r for r in READERS if r.name == reader_name)
     cited, messages = set(), set()
     try:
         for e in reader.read(InputSource(path.name, path), ReadOptions()):

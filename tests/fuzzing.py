@@ -48,6 +48,15 @@ def fuzz_settings(examples: int, *, slow_data: bool = False) -> settings:
     return settings(max_examples=examples, deadline=None, derandomize=True, database=None, suppress_health_check=checks)
 
 
+PENDING: dict[str, str] = {
+    "toml-deep-nesting": "H4 config/catalog: tomllib RecursionError on 100k nested arrays or tables",
+    "settings-shape": "H4 config: [verifying-reads] or [disabled] as a string or list raise AttributeError",
+    "settings-huge-number": "H4 config: race-window = 400 digits raises OverflowError in float()",
+}
+"""Failure classes whose fix has not landed on main: the fuzzers leave these inputs out (and say so) until
+it does; their reproducers wait in tests/corpus/pending/ (see /work/notes/fuzz-findings.md)."""
+
+
 # ---------------------------------------------------------------------------------------------- samples
 
 READER_SAMPLES: dict[str, tuple[str, ...]] = {
@@ -234,11 +243,13 @@ MUTATIONS: tuple[Mutation, ...] = (
 )
 
 
-def mutate(data: bytes, rng: random.Random, donor: bytes, rounds: int = 1) -> Mutated:
+def mutate(
+    data: bytes, rng: random.Random, donor: bytes, rounds: int = 1, ops: tuple[Mutation, ...] = MUTATIONS
+) -> Mutated:
     """`rounds` random mutations in a row; the damaged range is the whole input after more than one."""
     result = Mutated("none", data, (0, 0))
     for _ in range(rounds):
-        step = rng.choice(MUTATIONS)(result.data, rng, donor)
+        step = rng.choice(ops)(result.data, rng, donor)
         op = step.op if result.op == "none" else f"{result.op}+{step.op}"
         damaged = step.damaged if result.op == "none" else (0, len(step.data))
         result = Mutated(op, step.data, damaged)

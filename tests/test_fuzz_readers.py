@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from cancelwire.errors import InputError
 from cancelwire.model import Direction, Event, MessageEvent
-from cancelwire.readers import InputSource, Reader, ReadOptions, all_readers, choose_reader
+from cancelwire.readers import READERS, InputSource, Reader, ReadOptions, choose_reader
 from fuzzing import READER_SAMPLES, TEXT_READERS, Mutated, fuzz_settings, mutated_samples, sample_bytes
 from hypothesis import given
 from hypothesis import strategies as st
 
-READERS = {reader.name: reader for reader in all_readers()}
+BY_NAME = {reader.name: reader for reader in READERS}
 FRAGMENTS = (
     b"\n",
     b"\r",
@@ -71,7 +71,7 @@ def check_input(reader: Reader, path: Path) -> list[Event]:
 def test_text_reader_on_arbitrary_bytes(tmp_path_factory: pytest.TempPathFactory, name: str, data: bytes) -> None:
     path = tmp_path_factory.mktemp("bytes") / "input.log"
     path.write_bytes(data)
-    check_input(READERS[name], path)
+    check_input(BY_NAME[name], path)
 
 
 @pytest.mark.parametrize("name", TEXT_READERS)
@@ -83,17 +83,17 @@ def test_text_reader_on_mutated_recordings(
     case: Mutated = mutated.draw(mutated_samples(name), label="mutated")
     path = tmp_path_factory.mktemp("mutated") / "input.log"
     path.write_bytes(case.data)
-    check_input(READERS[name], path)
+    check_input(BY_NAME[name], path)
 
 
-@pytest.mark.skipif("pcap" not in READERS, reason="no pcap reader")
+@pytest.mark.skipif("pcap" not in BY_NAME, reason="no pcap reader")
 @fuzz_settings(12, slow_data=True)
 @given(mutated=mutated_samples("pcap", max_rounds=1))
 def test_pcap_reader_on_mutated_captures(tmp_path_factory: pytest.TempPathFactory, mutated: Mutated) -> None:
     """tshark runs per example (about 0.3 s), so fewer examples; the robustness script runs hundreds."""
     path = tmp_path_factory.mktemp("pcap") / "input.pcapng"
     path.write_bytes(mutated.data)
-    check_input(READERS["pcap"], path)
+    check_input(BY_NAME["pcap"], path)
 
 
 def _messages_by_line(events: list[Event]) -> dict[int, list[tuple[object, ...]]]:
@@ -115,7 +115,7 @@ def _half_line_cases() -> Iterator[tuple[str, str, int]]:
 def test_reading_goes_on_after_a_half_line(tmp_path: Path, name: str, sample: str, _: int) -> None:
     """Each message line in turn cut in the middle of its JSON (its newline kept): every other line's messages still
     arrive unchanged, and the damaged line is cited by some event (nothing vanishes unsaid)."""
-    reader = READERS[name]
+    reader = BY_NAME[name]
     (original,) = (data for path, data in zip(READER_SAMPLES[name], sample_bytes(name), strict=True) if path == sample)
     whole = tmp_path / "whole.log"
     whole.write_bytes(original)
