@@ -49,8 +49,6 @@ def fuzz_settings(examples: int, *, slow_data: bool = False) -> settings:
 
 
 PENDING: dict[str, str] = {
-    "toml-deep-nesting": "H4 config/catalog: tomllib RecursionError on 100k nested arrays or tables",
-    "settings-shape": "H4 config: [verifying-reads] or [disabled] as a string or list raise AttributeError",
     "settings-huge-number": "H4 config: race-window = 400 digits raises OverflowError in float()",
 }
 """Failure classes whose fix has not landed on main: the fuzzers leave these inputs out (and say so) until

@@ -12,11 +12,12 @@ import json
 import math
 import random
 import re
+import string
 import tomllib
 from pathlib import Path
 
 import pytest
-from cancelwire.catalog import load_catalog, load_rule
+from cancelwire.catalog import PLACEHOLDERS, load_catalog, load_rule
 from cancelwire.config import find_settings
 from cancelwire.errors import ConfigError, RuleFileError
 from fuzzing import MUTATIONS, PENDING, ROOT, deep_nesting, fuzz_settings, mutate
@@ -120,7 +121,9 @@ def test_settings_loader_raises_only_config_error(
     except ConfigError as exc:
         assert str(exc).startswith(str(folder / file_name)), exc
         return
-    assert settings.race_window is None or isinstance(settings.race_window, float)
+    for seconds in (settings.race_window, settings.hold):  # nothing can quietly turn verdicts off
+        assert seconds is None or (math.isfinite(seconds) and seconds >= 0), settings
+    assert settings.max_open is None or settings.max_open >= 1, settings
 
 
 def _pending_class(text: str) -> bool:
@@ -167,9 +170,12 @@ def test_rule_loader_raises_only_rule_file_error(
     path = folder / FUZZED_NAME
     path.write_text(text, encoding="utf-8", errors="surrogateescape")
     try:
-        load_rule(path, builtin=False)
+        rule = load_rule(path, builtin=False)
     except RuleFileError as exc:
         assert str(exc).startswith(str(path)), exc
+    else:  # a loaded template only names placeholders: a finding's message stays as small as its values
+        for _, name, spec, conversion in string.Formatter().parse(rule.message):
+            assert name is None or (name in PLACEHOLDERS and not spec and conversion is None), rule.message
     with contextlib.suppress(RuleFileError):
         load_catalog([folder])
 
