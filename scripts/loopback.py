@@ -13,8 +13,11 @@ the benchmark must run without the test dependencies; the tests put scripts/ on 
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import tempfile
 import time
@@ -23,11 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TSHARK = shutil.which("tshark") or "/usr/bin/tshark"
-START_SECONDS = 20.0
-SETTLE_SECONDS = 0.5
-"""tshark prints "Capturing on" as the capture starts: a margin before the traffic."""
-LINGER_SECONDS = 0.8
-"""After the block: let the last FIN/ACK/RST land before tshark stops."""
+WAIT_SECONDS = 60.0
+"""Ceiling for tshark to start and for a marker to reach the file: a loaded machine is only slower."""
+MARKER = b"cancelwire-capture-marker-"
+TAIL_BYTES = 1 << 20
 
 
 class CaptureError(RuntimeError):
@@ -43,29 +45,42 @@ class Capture:
 
 @contextlib.contextmanager
 def loopback_capture(out: Path, bpf: str, *, buffer_mb: int | None = None) -> Iterator[Capture]:
-    """tshark -i lo with capture filter `bpf`, writing `out`; waits until tshark is really capturing
-    and stops it with SIGINT (then kill) after the block. Raises CaptureError if it cannot start."""
+    """tshark -i lo with capture filter `bpf`, writing `out`; yields once tshark is really capturing
+    and stops it with SIGINT (then kill) once all traffic of the block is in the file. Raises
+    CaptureError if it cannot start.
+
+    tshark prints "Capturing on" before the capture is live and writes packets to the file in
+    batches, so fixed sleeps lose the first or last packets on a loaded machine. Instead a UDP
+    datagram to a port of our own (added to the filter) is sent until it shows in the file: once
+    before the block (live) and once after it (everything before it written). Both are then removed.
+    """
     out.unlink(missing_ok=True)
-    argv = [TSHARK, "-i", "lo", *(["-B", str(buffer_mb)] if buffer_mb else []), "-f", bpf, "-w", str(out)]
-    result = Capture(out)
-    with tempfile.TemporaryDirectory(prefix="cancelwire-capture-") as tmp:
-        errpath = Path(tmp) / "tshark.stderr"
-        with errpath.open("ab") as err:
-            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL)
-        try:
-            _wait_capturing(proc, errpath)
-            time.sleep(SETTLE_SECONDS)
-            yield result
-            time.sleep(LINGER_SECONDS)
-        finally:
-            _stop(proc)
-            result.stderr = errpath.read_text(errors="replace")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sink:
+        sink.bind(("127.0.0.1", 0))  # bound, so the markers draw no ICMP
+        port = sink.getsockname()[1]
+        cap = f"({bpf}) or (udp dst port {port})"
+        argv = [TSHARK, "-i", "lo", *(["-B", str(buffer_mb)] if buffer_mb else []), "-f", cap, "-w", str(out)]
+        result = Capture(out)
+        with tempfile.TemporaryDirectory(prefix="cancelwire-capture-") as tmp:
+            errpath = Path(tmp) / "tshark.stderr"
+            with errpath.open("ab") as err:
+                proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL)
+            try:
+                _wait_capturing(proc, errpath)
+                if not _marker_reaches(out, port, b"start", proc):
+                    raise CaptureError(f"tshark never captured: {errpath.read_text(errors='replace')}")
+                yield result
+                _marker_reaches(out, port, b"end", proc)
+            finally:
+                _stop(proc)
+                result.stderr = errpath.read_text(errors="replace")
     if not out.exists():
         raise CaptureError(f"tshark wrote no {out.name}: {result.stderr}")
+    _drop_markers(out)
 
 
 def _wait_capturing(proc: subprocess.Popen[bytes], errpath: Path) -> None:
-    deadline = time.monotonic() + START_SECONDS
+    deadline = time.monotonic() + WAIT_SECONDS
     while True:
         text = errpath.read_text(errors="replace")
         if "Capturing on" in text:
@@ -75,11 +90,41 @@ def _wait_capturing(proc: subprocess.Popen[bytes], errpath: Path) -> None:
         time.sleep(0.05)
 
 
+def _marker_reaches(out: Path, port: int, name: bytes, proc: subprocess.Popen[bytes]) -> bool:
+    """Send the marker every 50 ms until it is in the file's tail; False if tshark ended or WAIT passed."""
+    marker = MARKER + name
+    deadline = time.monotonic() + WAIT_SECONDS
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+        while proc.poll() is None and time.monotonic() < deadline:
+            udp.sendto(marker, ("127.0.0.1", port))
+            time.sleep(0.05)
+            with contextlib.suppress(OSError), out.open("rb") as fh:
+                fh.seek(max(0, fh.seek(0, os.SEEK_END) - TAIL_BYTES))
+                if marker in fh.read():
+                    return True
+    return False
+
+
+def _drop_markers(out: Path) -> None:
+    """Rewrite the pcapng without the Enhanced Packet Blocks (type 6) that hold a marker, block by block."""
+    kept = out.with_name(out.name + ".tmp")
+    with out.open("rb") as src, kept.open("wb") as dst:
+        order = "<"
+        while len(head := src.read(12)) == 12:
+            if head[:4] == b"\x0a\x0d\x0d\x0a":  # a section header: its byte-order magic decides
+                order = "<" if head[8:12] == b"\x4d\x3c\x2b\x1a" else ">"
+            kind, length = struct.unpack(order + "II", head[:8])
+            block = head + src.read(max(length, 12) - 12)
+            if not (kind == 6 and MARKER in block):
+                dst.write(block)
+    kept.replace(out)
+
+
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
     try:
-        proc.wait(30)
+        proc.wait(WAIT_SECONDS)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()

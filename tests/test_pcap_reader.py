@@ -42,6 +42,11 @@ _ports = iter(range(18300 + (int(time.time()) % 50) * 20, 65000))
 # ---------------------------------------------------------------------------------------------- harness
 
 
+WAIT = 60.0
+"""Ceiling for anything the tests wait on (a peer's reply, a thread, tshark): generous, so a loaded
+machine only makes a test slower; waits end as soon as their condition holds."""
+
+
 @contextmanager
 def capture(port: int, path: Path) -> Iterator[None]:
     """Capture loopback traffic on one port (scripts/loopback.py, shared with the benchmark)."""
@@ -52,21 +57,36 @@ def capture(port: int, path: Path) -> Iterator[None]:
         pytest.skip(f"cannot capture on lo: {exc}")
 
 
-def serve(port: int, handler: Callable[[socket.socket], None], conns: int = 1) -> threading.Thread:
+class Served:
+    """A scripted server's threads: the accept loop and one handler per connection."""
+
+    def __init__(self) -> None:
+        self.threads: list[threading.Thread] = []
+
+    def join(self) -> None:
+        """Until every connection was accepted and handled (and closed): its last packets are sent."""
+        for thread in self.threads:  # the accept loop is first and adds the handlers before it ends
+            thread.join(WAIT)
+            assert not thread.is_alive(), "the scripted server did not finish"
+
+
+def serve(port: int, handler: Callable[[socket.socket], None], conns: int = 1) -> Served:
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((HOST, port))
     listener.listen()
+    served = Served()
 
     def run() -> None:
         with listener:
             for _ in range(conns):
                 conn, _ = listener.accept()
-                threading.Thread(target=_handle, args=(handler, conn), daemon=True).start()
+                served.threads.append(threading.Thread(target=_handle, args=(handler, conn), daemon=True))
+                served.threads[-1].start()
 
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread
+    served.threads.append(threading.Thread(target=run, daemon=True))
+    served.threads[0].start()
+    return served
 
 
 def _handle(handler: Callable[[socket.socket], None], conn: socket.socket) -> None:
@@ -74,7 +94,7 @@ def _handle(handler: Callable[[socket.socket], None], conn: socket.socket) -> No
         handler(conn)
 
 
-def recv_until(sock: socket.socket, marker: bytes, timeout: float = 5) -> bytes:
+def recv_until(sock: socket.socket, marker: bytes, timeout: float = WAIT) -> bytes:
     sock.settimeout(timeout)
     buf = b""
     while marker not in buf:
@@ -186,7 +206,7 @@ def scenario_keepalive(port: int) -> None:
         c.sendall(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
         recv_until(c, b"never")
 
-    thread = serve(port, server)
+    served = serve(port, server)
     with socket.create_connection((HOST, port)) as s:
         s.sendall(post({"jsonrpc": "2.0", "id": 1, "method": "initialize"}))
         recv_until(s, b'18"}}')
@@ -194,12 +214,11 @@ def scenario_keepalive(port: int) -> None:
         recv_until(s, b"0\r\n\r\n")
         s.sendall(post({"jsonrpc": "2.0", "method": "notifications/initialized"}, "sess-1"))
         recv_until(s, b"\r\n\r\n")
-    thread.join(5)
+    served.join()
 
 
 def scenario_cancel_by_close(port: int) -> None:
     """Client closes the SSE stream after a progress event; the server then writes the result anyway."""
-    done = threading.Event()
 
     def server(c: socket.socket) -> None:
         recv_until(c, b'"x"}}')
@@ -209,20 +228,19 @@ def scenario_cancel_by_close(port: int) -> None:
         recv_until(c, b"never")  # the client's FIN
         time.sleep(0.05)
         c.sendall(chunk(b"data: " + RESULT_2 + b"\n\n"))  # write after disconnect: the client answers RST
-        time.sleep(0.2)
-        done.set()
+        recv_until(c, b"never")  # ends with the RST (ConnectionResetError)
 
-    serve(port, server)
+    served = serve(port, server)
     s = socket.create_connection((HOST, port))
     s.sendall(post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x"}}, "s-2"))
     recv_until(s, b'progress":1}}\n\n\r\n')
     s.close()
-    done.wait(5)
+    served.join()
 
 
 def scenario_stops_reading(port: int) -> None:
     """A client with a tiny receive buffer that never reads while the server floods SSE events."""
-    stop = threading.Event()
+    stop, flooded = threading.Event(), threading.Event()
 
     def server(c: socket.socket) -> None:
         recv_until(c, b'"x"}}')
@@ -233,15 +251,16 @@ def scenario_stops_reading(port: int) -> None:
             for _ in range(5000):
                 c.sendall(event)
         except (TimeoutError, OSError):
-            pass
-        stop.wait(10)
+            pass  # blocked for 0.5 s: both buffers are full, the client has advertised a zero window
+        flooded.set()
+        stop.wait(WAIT)
 
     serve(port, server)
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
     s.connect((HOST, port))
     s.sendall(post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x"}}, "s-3"))
-    time.sleep(1.5)
+    assert flooded.wait(WAIT), "the server never filled the client's window"
     _open_until_captured.append((s, stop))  # both ends stay open until the capture has stopped
 
 
@@ -250,42 +269,42 @@ _open_until_captured: list[tuple[socket.socket, threading.Event]] = []
 
 def scenario_server_reset(port: int) -> None:
     """The server sends one event and half of the next, then aborts the connection (RST)."""
-    done = threading.Event()
+    received = threading.Event()
 
     def server(c: socket.socket) -> None:
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each send its own segment, none held back
         recv_until(c, b'"x"}}')
         c.sendall(SSE_HEAD + chunk(b"data: " + PROGRESS + b"\n\n"))
         time.sleep(0.05)
         c.sendall(chunk(b'id: 7\ndata: {"jsonrpc":"2.0","id":2,'))
-        time.sleep(0.05)
+        received.wait(WAIT)  # an abort drops unsent data: reset only once the client has it all
         c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
         c.close()
-        done.set()
 
-    serve(port, server)
+    served = serve(port, server)
     with socket.create_connection((HOST, port)) as s:
         s.sendall(post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x"}}, "s-4"))
+        recv_until(s, b'"id":2,')
+        received.set()
         with contextlib.suppress(OSError):
             recv_until(s, b"never")
-    done.wait(5)
+    served.join()
 
 
 def scenario_legacy(port: int) -> None:
     """2024-11-05 HTTP+SSE: GET /sse → endpoint event; POST to it (202); the reply on the GET stream."""
     streams: list[socket.socket] = []
     got_post = threading.Event()
-    finished = threading.Event()
 
     def server(c: socket.socket) -> None:
         head = recv_until(c, b"\r\n\r\n")
         if head.startswith(b"GET"):
             streams.append(c)
             c.sendall(SSE_HEAD + chunk(b"event: endpoint\ndata: /messages?sessionId=abc\n\n"))
-            got_post.wait(5)
+            got_post.wait(WAIT)
             time.sleep(0.05)
             c.sendall(chunk(b'event: message\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\n\n'))
             recv_until(c, b"never")
-            finished.set()
         else:
             if b"initialize" not in head:
                 recv_until(c, b"initialize")
@@ -293,7 +312,7 @@ def scenario_legacy(port: int) -> None:
             got_post.set()
             recv_until(c, b"never")
 
-    serve(port, server, conns=2)
+    served = serve(port, server, conns=2)
     get = socket.create_connection((HOST, port))
     get.sendall(f"GET /sse HTTP/1.1\r\nHost: {HOST}\r\nAccept: text/event-stream\r\n\r\n".encode())
     recv_until(get, b"sessionId=abc\n\n")
@@ -302,7 +321,7 @@ def scenario_legacy(port: int) -> None:
         recv_until(p, b"\r\n\r\nAccepted")
         recv_until(get, b"result")
     get.close()
-    finished.wait(5)
+    served.join()
 
 
 def scenario_sessionless(port: int) -> None:
@@ -318,13 +337,13 @@ def scenario_sessionless(port: int) -> None:
         c.sendall(SSE_HEAD)
         recv_until(c, b"never")
 
-    thread = serve(port, server)
+    served = serve(port, server)
     with socket.create_connection((HOST, port)) as s:
         s.sendall(post({"jsonrpc": "2.0", "id": 1, "method": "bad"}))
         recv_until(s, b'mismatch"}}')
         s.sendall(post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x"}}))
         recv_until(s, b"chunked\r\n\r\n")
-    thread.join(5)
+    served.join()
 
 
 def scenario_not_http(port: int) -> None:
@@ -333,12 +352,12 @@ def scenario_not_http(port: int) -> None:
         recv_until(c, b"\r\n")
         c.sendall(b"250 ok\r\n")
 
-    thread = serve(port, server)
+    served = serve(port, server)
     with socket.create_connection((HOST, port)) as s:
         recv_until(s, b"\r\n")
         s.sendall(b"EHLO x\r\n")
         recv_until(s, b"ok\r\n")
-    thread.join(5)
+    served.join()
 
 
 def make(name: str, scenario: Callable[[int], None], directory: Path) -> tuple[Path, int]:
@@ -593,11 +612,11 @@ def test_keylog_decrypts_tls(tmp_path: Path) -> None:
     port = next(_ports)
     path = tmp_path / "tls.pcapng"
     with capture(port, path):
-        thread = serve(port, server)
+        served = serve(port, server)
         with client_ctx.wrap_socket(socket.create_connection((HOST, port))) as s:
             s.sendall(post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x"}}, "t-1"))
             recv_until(s, b"0\r\n\r\n")
-        thread.join(5)
+        served.join()
     assert summary(read(path, keylog=keylog)) == [
         ("session", "t-1", "streamable-http"),
         ("c2s", "request", 2, "tools/call", "tcp0/0", "t-1"),
