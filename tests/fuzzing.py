@@ -354,6 +354,16 @@ simple_steps = st.lists(
 )
 """(direction, message, gap before it): sequences of one call's messages in any order and timing."""
 
+
+def timed(steps: list[tuple[str, object, float]]) -> list[tuple[float, str, object]]:
+    """Steps as transcript lines `(ts, dir, message)`, each `gap` seconds after the one before."""
+    lines, ts = [], 1.0
+    for direction, message, gap in steps:
+        ts += gap
+        lines.append((ts, direction, message))
+    return lines
+
+
 hostile_steps = st.lists(
     st.tuples(st.sampled_from(["c2s", "s2c"]), messages(), st.sampled_from([*GAPS, 0.0, 400.0])),
     min_size=1,

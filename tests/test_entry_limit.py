@@ -13,9 +13,9 @@ from cancelwire.model import CancelledCall, EntryKind, Relation, RequestTimeline
 from cancelwire.pipeline import AuditOptions, audit
 from cancelwire.reconstruct import ReconstructOptions
 from cancelwire.tables import row
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from transcripts import Line, write_transcript
+from fuzzing import fuzz_settings, simple_steps, timed
+from hypothesis import given
+from transcripts import write_transcript
 
 PROGRESS_BEFORE = 300
 PROGRESS_AFTER = 120
@@ -102,33 +102,12 @@ def test_timeline_is_bounded_and_runs_keep_their_side_of_the_cancel(tmp_path: Pa
     assert [e.repeats for e in shown.entries[-4:]] == [1, crossing, PROGRESS_AFTER - crossing, 1]
 
 
-CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "w", "_meta": {"progressToken": 1}}}
-STEP = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 1}}
-CANCEL = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
-REPLY = {"jsonrpc": "2.0", "id": 1, "result": {}}
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    st.lists(
-        st.tuples(
-            st.sampled_from(["c2s", "s2c"]),
-            st.sampled_from([CALL, STEP, CANCEL, REPLY]),
-            st.sampled_from([0.001, 0.03, 0.5]),
-        ),
-        min_size=1,
-        max_size=40,
-    )
-)
+@fuzz_settings(60)
+@given(simple_steps)
 def test_any_sequence_reports_the_same_with_a_tiny_entry_limit(
     tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, dict[str, object], float]]
 ) -> None:
-    lines: list[Line] = []
-    ts = 1.0
-    for direction, message, gap in steps:
-        ts += gap
-        lines.append((ts, direction, message))
-    path = write_transcript(tmp_path_factory.mktemp("seq") / "x.jsonl", lines)
+    path = write_transcript(tmp_path_factory.mktemp("seq") / "x.jsonl", timed(steps))
 
     def summary(max_entries: int) -> tuple[object, ...]:
         timelines: list[RequestTimeline] = []

@@ -13,21 +13,16 @@ from cancelwire.audit import AuditOptions, audit
 from cancelwire.catalog import load_catalog
 from cancelwire.model import REVISIONS, Severity
 from cancelwire.reconstruct import ReconstructOptions
-from fuzzing import fuzz_settings, hostile_steps
+from fuzzing import fuzz_settings, hostile_steps, timed
 from hypothesis import given
 from hypothesis import strategies as st
-from transcripts import Line, write_transcript
+from transcripts import write_transcript
 
 SLUGS = {rule.slug for rule in load_catalog()}
 
 
 def _transcript(folder: Path, steps: list[tuple[str, object, float]], vantage: str) -> Path:
-    lines: list[Line] = []
-    ts = 1.0
-    for direction, message, gap in steps:
-        ts += gap
-        lines.append((ts, direction, message))  # type: ignore[arg-type]  # any JSON value, on purpose
-    return write_transcript(folder / "x.jsonl", lines, vantage=vantage)
+    return write_transcript(folder / "x.jsonl", timed(steps), vantage=vantage)  # any JSON value as a message
 
 
 def _summary(path: Path, options: AuditOptions) -> tuple[object, ...]:
