@@ -49,7 +49,8 @@ def fuzz_settings(examples: int, *, slow_data: bool = False) -> settings:
 
 
 PENDING: dict[str, str] = {
-    "settings-huge-number": "H4 config: race-window = 400 digits raises OverflowError in float()",
+    "settings-huge-number": "H4 config: a 400-digit race-window, hold or max-open (file or command line) "
+    "raises OverflowError (math.isfinite / float of a huge int): exit 3",
 }
 """Failure classes whose fix has not landed on main: the fuzzers leave these inputs out (and say so) until
 it does; their reproducers wait in tests/corpus/pending/ (see /work/notes/fuzz-findings.md)."""

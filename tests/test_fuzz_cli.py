@@ -6,10 +6,12 @@ error) and an escaping exception are bugs. The text report and stderr never carr
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from cancelwire.report import FORMATS as REPORT_FORMATS
-from fuzzing import RAW_CONTROL, TEXT_READERS, CliRun, Mutated, fuzz_settings, mutated_samples, run_cli
-from hypothesis import given
+from fuzzing import PENDING, RAW_CONTROL, ROOT, TEXT_READERS, CliRun, Mutated, fuzz_settings, mutated_samples, run_cli
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 FORMATS = list(REPORT_FORMATS)
@@ -42,3 +44,30 @@ def test_audit_of_a_mutated_capture(tmp_path_factory: pytest.TempPathFactory, mu
     path = tmp_path_factory.mktemp("cli") / "input.pcapng"
     path.write_bytes(mutated.data)
     check_run(run_cli(["audit", str(path)]), text_output=True)
+
+
+@fuzz_settings(6, slow_data=True)
+@given(mutated=mutated_samples("pcap", max_rounds=1), number=st.integers(-5, 10**22) | st.integers(0, 40))
+def test_frame_of_a_mutated_capture(tmp_path_factory: pytest.TempPathFactory, mutated: Mutated, number: int) -> None:
+    path = tmp_path_factory.mktemp("cli") / "input.pcapng"
+    path.write_bytes(mutated.data)
+    check_run(run_cli(["frame", str(path), str(number)]), text_output=True)
+
+
+NUMBERS = ["nan", "inf", "-inf", "-1", "0", "1e400", "9" * 400, "0.05", "3", "abc", "", "1_0", "0x10"]
+
+
+@fuzz_settings(30)
+@given(option=st.sampled_from(["--race-window", "--hold", "--max-open"]), value=st.sampled_from(NUMBERS))
+def test_numeric_options_are_checked(option: str, value: str) -> None:
+    """A value that is not a finite number in range is a usage error (exit 2), never a quiet default."""
+    assume("settings-huge-number" not in PENDING or len(value) < 300)
+    sample = str(ROOT / "sample_captures/stdio/handwritten-server-late-result-after-cancel.jsonl")
+    run = run_cli(["audit", sample, option, value])
+    check_run(run, text_output=True)
+    try:
+        number = int(value) if option == "--max-open" else float(value)
+    except ValueError:
+        number = None
+    valid = number is not None and math.isfinite(number) and (number >= 1 if option == "--max-open" else number >= 0)
+    assert (run.status == 2) == (not valid), (option, value, run)
