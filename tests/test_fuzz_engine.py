@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cancelwire.audit import AuditOptions, audit
 from cancelwire.catalog import load_catalog
 from cancelwire.model import REVISIONS, Severity
+from cancelwire.pipeline import AuditOptions, audit
 from cancelwire.reconstruct import ReconstructOptions
 from fuzzing import fuzz_settings, hostile_steps, timed
 from hypothesis import given
