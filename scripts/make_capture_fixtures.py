@@ -858,6 +858,93 @@ def s_broken_http(ctx: Ctx) -> None:
     copy(pcap, ctx.path("http-unreadable", "triggers-parse-error.pcapng"))
 
 
+# ---------------------------------------------------------------------------------------------- derived by hand
+
+
+def pcap_records(path: Path, tmp: Path) -> tuple[bytes, list[tuple[bytes, bytes]]]:
+    """A capture as classic pcap (converted with editcap): the file header and (record header, bytes)."""
+    classic = tmp / (path.stem + ".classic.pcap")
+    subprocess.run([EDITCAP, "-F", "pcap", str(path), str(classic)], check=True, capture_output=True, timeout=30)
+    raw = classic.read_bytes()
+    header, at, records = raw[:24], 24, []
+    while at + 16 <= len(raw):
+        caplen = struct.unpack("<I", raw[at + 8 : at + 12])[0]
+        records.append((raw[at : at + 16], raw[at + 16 : at + 16 + caplen]))
+        at += 16 + caplen
+    return header, records
+
+
+def write_pcap(path: Path, header: bytes, records: list[tuple[bytes, bytes]]) -> None:
+    path.write_bytes(header + b"".join(h + d for h, d in records))
+    log(f"  -> {shown(path)}")
+
+
+def with_seq(packet: bytes, seq: int) -> bytes:
+    """An Ethernet/IPv4/TCP packet with its TCP sequence number replaced (checksums are not checked)."""
+    tcp = 14 + (packet[14] & 0x0F) * 4
+    return packet[: tcp + 4] + struct.pack(">I", seq) + packet[tcp + 8 :]
+
+
+def s_hand_edited(ctx: Ctx) -> None:
+    """HAND-EDITED copies of write-after-disconnect/clean.pcapng (real SDK client and server) for what
+    no peer on loopback produces: a snaplen that cuts payloads (editcap -s 96), a retransmission whose
+    bytes differ from the original (frame 19 copied after itself with progress 2 changed to 9), the
+    same copy unchanged (a true retransmission), and client data after the client's FIN (frame 13
+    copied after the FIN, frame 23, with its sequence number set to the FIN's)."""
+    src = RULES / "write-after-disconnect" / "clean.pcapng"
+    snap = ctx.path("capture-snaplen-truncated", "triggers.pcapng")
+    subprocess.run([EDITCAP, "-s", "96", str(src), str(snap)], check=True, capture_output=True, timeout=30)
+    log(f"  -> {shown(snap)}: editcap -s 96")
+    copy(src, ctx.path("capture-snaplen-truncated", "clean.pcapng"))
+    header, records = pcap_records(src, ctx.tmp)
+    h19, p19 = records[18]
+    if p19.count(b'"progress":2') != 1:
+        raise cs.ScenarioError("frame 19 does not carry progress 2")
+    changed = [*records[:19], (h19, p19.replace(b'"progress":2', b'"progress":9')), *records[19:]]
+    write_pcap(ctx.path("tcp-overlap-conflict", "triggers.pcap"), header, changed)
+    write_pcap(ctx.path("tcp-overlap-conflict", "clean.pcap"), header, [*records[:19], records[18], *records[19:]])
+    p23 = records[22][1]
+    fin_seq = struct.unpack(">I", p23[14 + (p23[14] & 0x0F) * 4 + 4 :][:4])[0]
+    h13, p13 = records[12]
+    after = [*records[:23], (h13, with_seq(p13, fin_seq)), *records[23:]]
+    write_pcap(ctx.path("data-after-fin", "triggers.pcap"), header, after)
+    write_pcap(ctx.path("data-after-fin", "clean.pcap"), header, records)
+
+
+def body_cut(ctx: Ctx, name: str, missing: int) -> Path:
+    """HAND-WRITTEN server (no SDK announces more bytes than it sends): answers a 2026-07-28 POST
+    tools/call with an application/json result whose Content-Length is `missing` bytes more than the
+    body it sends, then closes the connection (FIN)."""
+    port = cs.pick_port(18404)
+    pcap = ctx.tmp / f"{name}.pcapng"
+    out = jsonrpc(result(1, "done"))
+
+    def serve(lsock: socket.socket) -> None:
+        conn, _ = lsock.accept()
+        with conn:
+            read_request(conn)
+            head = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(out) + missing}\r\n\r\n"
+            conn.sendall(head.encode() + out)
+            time.sleep(0.05)
+            conn.shutdown(socket.SHUT_WR)
+            wait_fin(conn)
+
+    with hand_server(serve, port), cs.capture(pcap, f"tcp port {port}", ctx.logdir):
+        a = RawHttp(port)
+        call_tool(a, 1, "quick", {}, None)
+        a.head()
+        while a.s.recv(65536):  # until the server's FIN
+            pass
+        a.close()
+    cs.check_capture(pcap)
+    return pcap
+
+
+def s_body_cut(ctx: Ctx) -> None:
+    copy(body_cut(ctx, "body-cut", 40), ctx.path("response-body-cut", "triggers.pcapng"))
+    copy(body_cut(ctx, "body-whole", 0), ctx.path("response-body-cut", "clean.pcapng"))
+
+
 SCENARIOS: dict[str, Callable[[Ctx], None]] = {
     "sdk-close-stream": s_sdk_close_stream,
     "bad-server-half-close": s_bad_server_half_close,
@@ -872,6 +959,8 @@ SCENARIOS: dict[str, Callable[[Ctx], None]] = {
     "oversized": s_oversized,
     "posted-cancel-held": s_posted_cancel_held,
     "broken-http": s_broken_http,
+    "hand-edited": s_hand_edited,
+    "body-cut": s_body_cut,
 }
 
 

@@ -76,6 +76,29 @@ class Bodies:
             self.json(ex, bytes(ex.body), Direction.S2C, "response body")
         ex.body = None
 
+    def cut_body(self, ex: Exchange, how: str) -> None:
+        """The connection ended inside a JSON response body (fewer bytes than its Content-Length, or
+        no last chunk): name it, and read what came if it is whole JSON after all."""
+        if ex.body is None or ex.status == 0:
+            return
+        declared = f" of the {ex.content_length} announced" if ex.content_length is not None else ""
+        body, ex.body = bytes(ex.body), None
+        decoded = decode_text(body) if body and ex.body_size <= MAX_BODY_BYTES else None
+        judged = (
+            "the bytes that came are whole JSON and are read"
+            if decoded is not None and decoded.messages
+            else "its JSON-RPC reply is lost"
+        )
+        self.sessions.anomaly(
+            ex.key,
+            "http.body-truncated",
+            f"{ex.id}: {how} after {ex.body_size}{declared} response body bytes; {judged}",
+            request_id=ex.request_id,
+            method=ex.request_method,
+        )
+        if decoded is not None and decoded.messages:
+            self.json(ex, body, Direction.S2C, "response body (cut)")
+
     def partial(self, ex: Exchange) -> None:
         """The SSE stream ended inside an event: name what was cut (a client discards it)."""
         if ex.sse is None:

@@ -35,7 +35,7 @@ from .http1 import (
     header,
 )
 from .sse import SseParser
-from .tcp import Closed, Delivered, Lost, Reset, TcpConnection, TcpEvent, WindowZero
+from .tcp import AfterFin, Closed, Conflict, Delivered, Lost, Reset, TcpConnection, TcpEvent, WindowZero
 
 METHODS = (b"GET ", b"POST ", b"DELETE ", b"PUT ", b"HEAD ", b"OPTIONS ", b"PATCH ")
 
@@ -71,6 +71,15 @@ class Conn:
     """The exchange server bytes after a reset are charged to."""
     reset: bool = False
     """An RST ended the connection: later server bytes are only counted (SERVER_BYTES)."""
+    reported: set[tuple[str, bool]] = field(default_factory=set)
+    """(anomaly, from_client) said once per direction already: overlap conflicts, data after FIN."""
+
+    def first_time(self, name: str, from_client: bool) -> bool:
+        """True the first time `name` is reported for this direction of the connection."""
+        if (name, from_client) in self.reported:
+            return False
+        self.reported.add((name, from_client))
+        return True
 
     def current(self) -> Exchange | None:
         """The exchange whose response is being sent (the oldest one not finished)."""
@@ -103,9 +112,14 @@ class HttpCapture:
                 self._gap(conn, event.from_client, event.size)
             elif isinstance(event, Closed):
                 if conn.kind.read:
-                    self._fin(conn, event.from_client)
-            elif isinstance(event, Reset) and conn.kind.read:
-                self._rst(conn, event.from_client)
+                    self._fin(conn, event.from_client, (event.frame, event.ts))
+            elif isinstance(event, Reset):
+                if conn.kind.read:
+                    self._rst(conn, event.from_client)
+            elif isinstance(event, Conflict):
+                self._conflict(conn, event)
+            elif isinstance(event, AfterFin):
+                self._after_fin(conn, event)
 
     def bytes(self, conn: Conn, from_client: bool, data: bytes) -> None:
         if (conn.tcp.up if from_client else conn.tcp.down).gap:
@@ -145,6 +159,8 @@ class HttpCapture:
             )
 
     def _gap(self, conn: Conn, from_client: bool, lost: int) -> None:
+        if not conn.first_time("capture.tcp-gap", from_client):
+            return  # that direction is not read any more: later holes add nothing
         ex = conn.current()
         side = "client→server" if from_client else "server→client"
         self.sessions.anomaly(
@@ -158,19 +174,19 @@ class HttpCapture:
         else:
             conn.http.server_broken = True
 
-    def _fin(self, conn: Conn, from_client: bool) -> None:
+    def _fin(self, conn: Conn, from_client: bool, at: tuple[int, float]) -> None:
         if from_client:
             self._http(conn, conn.http.close_client())
             ex = conn.current()
             if ex is not None:
-                self.sessions.transport(ex, TransportKind.CLOSED_BY_CLIENT, "client FIN " + _progress(ex))
+                self.sessions.transport(ex, TransportKind.CLOSED_BY_CLIENT, "client FIN " + _progress(ex), at=at)
             for open_ex in conn.exchanges.values():
                 open_ex.client_closed = True
         else:
             self._http(conn, conn.http.close_server())
             ex = conn.current()
             if ex is not None and not ex.status:
-                self.sessions.transport(ex, TransportKind.CLOSED_BY_SERVER, "server FIN before any response")
+                self.sessions.transport(ex, TransportKind.CLOSED_BY_SERVER, "server FIN before any response", at=at)
         if conn.tcp.closed:
             for open_ex in conn.exchanges.values():
                 self.bodies.partial(open_ex)
@@ -185,8 +201,37 @@ class HttpCapture:
         self.sessions.transport(ex, kind, "TCP RST " + _progress(ex))
         for open_ex in list(conn.exchanges.values()):
             self.bodies.partial(open_ex)
+            self.bodies.cut_body(open_ex, "the connection was reset")
             open_ex.client_closed = True
         conn.exchanges.clear()  # the connection is gone: nothing is open any more
+
+    def _conflict(self, conn: Conn, event: Conflict) -> None:
+        """Overlapping segments disagree: the first bytes were kept (see `tcp`); say so, naming both
+        (the first conflict per direction: a hostile capture could hold millions)."""
+        if not conn.first_time("capture.tcp-overlap-conflict", event.from_client):
+            return
+        ex = conn.current() or conn.last
+        side = "client→server" if event.from_client else "server→client"
+        self.sessions.anomaly(
+            ex.key if ex else None,
+            "capture.tcp-overlap-conflict",
+            f"tcp stream {conn.stream}: a {side} segment overlaps {event.size} bytes already received in frame "
+            f"{event.first_frame} with different bytes; the bytes of frame {event.first_frame} were kept "
+            "(first wins, as in Zeek and Wireshark)",
+        )
+
+    def _after_fin(self, conn: Conn, event: AfterFin) -> None:
+        """Payload after the sender's FIN is not part of its byte stream: said once per direction."""
+        if not conn.first_time("capture.data-after-fin", event.from_client):
+            return
+        ex = conn.current() or conn.last
+        who = "client" if event.from_client else "server"
+        self.sessions.anomaly(
+            ex.key if ex else None,
+            "capture.data-after-fin",
+            f"tcp stream {conn.stream}: the {who} sent {event.size} payload bytes after its FIN; "
+            "they are not read (a FIN ends the sender's byte stream)",
+        )
 
     def _server_bytes(self, ex: Exchange, size: int, why: str) -> None:
         frame = self.sessions.frame
@@ -294,6 +339,8 @@ class HttpCapture:
             self.sessions.transport(ex, TransportKind.STREAM_OPENED, f"{ex.method} {ex.target}")
         elif media == "application/json" or media.endswith("+json"):
             ex.body = bytearray()
+            length = (header(event.headers, "content-length") or "").strip()
+            ex.content_length = int(length) if length.isdigit() and len(length) < 20 else None
 
     def _response_end(self, conn: Conn, ex: Exchange, event: ResponseEnd) -> None:
         conn.exchanges.pop(ex.number, None)
@@ -304,6 +351,7 @@ class HttpCapture:
             self.sessions.transport(ex, TransportKind.CLOSED_BY_SERVER, how)
         elif not event.complete:
             self.sessions.transport(ex, TransportKind.CLOSED_BY_SERVER, f"response cut: {event.detail}")
+            self.bodies.cut_body(ex, "the server closed the connection")
         else:
             self.bodies.response_body_end(ex)
 

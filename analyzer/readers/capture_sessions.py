@@ -74,7 +74,10 @@ class Exchange:
     status: int = 0
     sse: SseParser | None = None
     body: bytearray | None = None
+    """An `application/json` response body being received (None for other bodies, or once read)."""
     body_size: int = 0
+    content_length: int | None = None
+    """The response's Content-Length, when it had a valid one."""
     request_id: RequestId | None = None
     request_method: str | None = None
     client_closed: bool = False
@@ -135,11 +138,13 @@ class Sessions:
         *,
         request_id: RequestId | None = None,
         method: str | None = None,
+        frame: int | None = None,
     ) -> None:
-        """An anomaly at the current frame, in its session (or in none)."""
-        ts, origin = self.ts, self.origin()
+        """An anomaly at the current frame (or at `frame`), in its session (or in none)."""
+        ts, origin = self.ts, self.origin(frame)
         if key is not None:
-            self.emit(key, self.frame, ts, lambda seq, k: Anomaly(seq, ts, origin, k, name, detail, request_id, method))
+            build: Build = lambda seq, k: Anomaly(seq, ts, origin, k, name, detail, request_id, method)  # noqa: E731
+            self.emit(key, frame or self.frame, ts, build)
         else:
             self.seq += 1
             self.out.append(Anomaly(self.seq, ts, origin, None, name, detail, request_id, method))
@@ -153,8 +158,13 @@ class Sessions:
             return
         self.emit(ex.key, self.frame, self.ts, build)
 
-    def transport(self, ex: Exchange, kind: TransportKind, detail: str = "") -> None:
+    def transport(
+        self, ex: Exchange, kind: TransportKind, detail: str = "", *, at: tuple[int, float] | None = None
+    ) -> None:
+        """A transport event of the exchange at the current frame, or `at` (frame, ts) of an earlier one."""
         ts, origin, stream = self.ts, self.origin(), ex.id
+        if at is not None:
+            ts, origin = at[1], self.origin(at[0])
         self.for_exchange(ex, lambda seq, k: TransportEvent(seq, ts, origin, k, kind, stream, detail))
 
     # -- keys --------------------------------------------------------------------------------------

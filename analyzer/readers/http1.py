@@ -111,6 +111,9 @@ class Http1Connection:
     server_broken: bool = False
     upgraded: bool = False
     """A 101 Switching Protocols response (or CONNECT) ended HTTP/1.1 on this connection."""
+    client_closed: bool = False
+    server_closed: bool = False
+    """That side's end of stream (FIN) was fed: h11 must get no byte after it."""
     _req: h11.Connection = field(default_factory=lambda: h11.Connection(h11.SERVER))
     _req_exchange: int | None = None
     _req_body: bytearray = field(default_factory=bytearray)
@@ -129,6 +132,9 @@ class Http1Connection:
     def feed_client(self, data: bytes) -> list[HttpEvent]:
         if self.client_broken or self.upgraded or not data:
             return []
+        if self.client_closed:  # h11 raises RuntimeError on data after EOF: never hand it any
+            self.client_broken = True
+            return [ParseError(True, f"{len(data)} client bytes after the client's FIN", self._req_exchange)]
         out: list[HttpEvent] = []
         self._req.receive_data(data)
         self._pump_requests(out)
@@ -137,6 +143,9 @@ class Http1Connection:
     def feed_server(self, data: bytes) -> list[HttpEvent]:
         if self.server_broken or self.upgraded or not data:
             return []
+        if self.server_closed:  # h11 raises RuntimeError on data after EOF: never hand it any
+            self.server_broken = True
+            return [ParseError(False, f"{len(data)} server bytes after the server's FIN")]
         out: list[HttpEvent] = []
         if self._resp is None:
             self._unmatched += data
@@ -151,8 +160,9 @@ class Http1Connection:
 
     def close_client(self) -> list[HttpEvent]:
         """The client sent FIN: a request cut in the middle is a parse error."""
-        if self.client_broken or self.upgraded:
+        if self.client_broken or self.upgraded or self.client_closed:
             return []
+        self.client_closed = True
         out: list[HttpEvent] = []
         self._req.receive_data(b"")
         self._pump_requests(out)
@@ -160,7 +170,10 @@ class Http1Connection:
 
     def close_server(self) -> list[HttpEvent]:
         """The server sent FIN: ends a read-until-close body, or cuts the response being sent."""
-        if self.server_broken or self.upgraded or self._resp is None:
+        if self.server_broken or self.upgraded or self.server_closed:
+            return []
+        self.server_closed = True
+        if self._resp is None:
             return []
         out: list[HttpEvent] = []
         resp = self._resp

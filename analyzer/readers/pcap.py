@@ -91,6 +91,8 @@ class _Run:
         self.http_conns = 0
         self.encrypted: set[int] = set()
         """TLS connections with no decrypted byte (so far)."""
+        self.cut: list[int] = [0, 0, 0, 0]
+        """Frames whose payload the snaplen cut: [count, first frame, its captured bytes, its tcp.len]."""
 
     def events(self) -> Iterator[Event]:
         out = self.sessions.out
@@ -158,7 +160,7 @@ class _Run:
     def _frame(self, f: Frame) -> None:
         conn = self.conns.get(f.stream)
         if conn is None:
-            if not f.payload and not f.flags & SYN:
+            if not f.length and not f.flags & SYN:
                 return  # a late ACK/FIN/RST of a connection already finished (or never seen opening)
             conn = self.conns[f.stream] = self._new_conn(f)
         from_client = (f.src, f.sport) == conn.tcp.client
@@ -166,7 +168,9 @@ class _Run:
             self._classify(conn, f, from_client)
         for chunk in f.decrypted:
             self._decrypted(conn, from_client, chunk, f.dport)
-        events = conn.tcp.segment(from_client, f.seq, f.flags, f.window, f.payload)
+        if f.length > len(f.payload):
+            self._cut(f)
+        events = conn.tcp.segment(f, from_client)
         if events:
             self.http.tcp(conn, events)
             if conn.tcp.closed or (conn.tcp.reset and not conn.kind.read):
@@ -189,6 +193,7 @@ class _Run:
         http_ports = self.options.http_ports
         if from_client and f.payload[:2] == b"\x16\x03":
             conn.kind = ConnKind.TLS
+            conn.tcp.reassemble = False  # tshark decrypts and reassembles TLS itself
             self.encrypted.add(conn.stream)
         elif looks_http(f.payload, server_port, http_ports) if from_client else server_port in http_ports:
             conn.kind = ConnKind.HTTP
@@ -196,6 +201,7 @@ class _Run:
             self.http_conns += 1
         else:
             conn.kind = ConnKind.OTHER
+            conn.tcp.reassemble = False
 
     def _decrypted(self, conn: Conn, from_client: bool, chunk: bytes, dport: int) -> None:
         if conn.kind is not ConnKind.TLS and conn.kind is not ConnKind.TLS_HTTP:
@@ -207,6 +213,11 @@ class _Run:
             self.http_conns += http
         if conn.kind is ConnKind.TLS_HTTP:
             self.http.bytes(conn, from_client, chunk)
+
+    def _cut(self, f: Frame) -> None:
+        if not self.cut[0]:
+            self.cut[1:] = [f.number, len(f.payload), f.length]
+        self.cut[0] += 1
 
     # -- end of the capture ------------------------------------------------------------------------
 
@@ -221,7 +232,17 @@ class _Run:
                 else "no keylog file was given (--keylog SSLKEYLOGFILE)"
             )
             self.sessions.anomaly(None, "capture.encrypted", f"TLS on tcp streams {streams} was skipped: {why}")
-        if self.http.bodies.messages == 0:
+        if self.cut[0]:
+            count, first, captured, length = self.cut
+            unread = "; no JSON-RPC message could be read" if self.http.bodies.messages == 0 else ""
+            self.sessions.anomaly(
+                None,
+                "capture.snaplen-truncated",
+                f"the capture was taken with a snaplen that cut TCP payloads: {count} frame(s), the first frame "
+                f"{first} with {captured} of its {length} payload bytes{unread}; capture again with -s 0",
+                frame=first,
+            )
+        elif self.http.bodies.messages == 0:
             self.sessions.anomaly(None, "capture.no-mcp", self._no_mcp_detail())
 
     def _no_mcp_detail(self) -> str:

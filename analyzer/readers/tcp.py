@@ -1,14 +1,29 @@
 """TCP connection state for the capture reader: pure (no tshark, no HTTP), testable on its own.
 
-One `TcpConnection` per `tcp.stream`. The capture reader hands it each captured segment (direction,
-sequence number, flags, window, payload) and gets back what the segment means, in order:
+One `TcpConnection` per `tcp.stream`. The capture reader hands it each captured segment (a
+`tshark_fields.Frame` and its direction) and gets back what the segment means, in order:
 
-* `Delivered`: payload bytes now in sequence for that direction (`Flow` puts segments back in order,
-  skips retransmitted bytes, holds out-of-order segments, and gives up on lost bytes after a bound);
-* `Lost`: bytes given up as missing from the capture (a gap); nothing after it in that direction is
-  read as HTTP;
-* `Closed` (FIN), `Reset` (the first RST), `WindowZero` (the client advertised a zero receive window;
-  once per episode: the next non-zero window ends it).
+* `Delivered`: payload bytes now in sequence for that direction. Segments are put back in sequence
+  order: retransmitted bytes are skipped, out-of-order segments held (bounded: `MAX_HELD_SEGMENTS`,
+  `MAX_HELD_BYTES`);
+* `Lost`: bytes given up as missing from the capture. That happens when the peer acknowledges bytes
+  the capture never held (Wireshark's "ACKed segment that wasn't captured"), when the held segments
+  pass their bound, at the FIN's turn, and at the end of the capture. Nothing after a gap in that
+  direction is read as HTTP;
+* `Closed`: the FIN, placed by sequence number, not by capture order: a FIN captured before the last
+  data segment closes the direction only once that data is in (or given up as lost), and carries
+  the frame of the FIN itself;
+* `Reset` (the first RST), `WindowZero` (the client advertised a zero receive window; once per
+  episode: the next non-zero window ends it);
+* `Conflict`: a retransmission or overlapping segment whose bytes differ from the bytes already
+  received for the same sequence numbers. The first bytes win, as in Zeek (`rexmit_inconsistency`:
+  the original delivery stands) and Wireshark's reassembly (a conflicting overlap is flagged, the
+  first fragment's data is kept); `frame` and `first_frame` name both segments. Only the last
+  `MAX_HISTORY_BYTES` delivered bytes of a direction are kept to compare with;
+* `AfterFin`: payload at or beyond the FIN's sequence number (a FIN ends the sender's byte stream;
+  such bytes are never delivered);
+* a segment whose captured payload is shorter than its TCP length (the snaplen cut it; the caller
+  reports that) delivers what was captured; the rest is a gap like any lost bytes.
 
 Payload is only put back in order once the caller says the connection is worth reading
 (`reassemble`): TLS without keys and other protocols cost nothing but their flags.
@@ -16,11 +31,16 @@ Payload is only put back in order once the caller says the connection is worth r
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
+
+from .tshark_fields import Frame
 
 SYN, RST, FIN, ACK = 0x02, 0x04, 0x01, 0x10
 MAX_HELD_SEGMENTS = 256
 MAX_HELD_BYTES = 4 << 20
+MAX_HISTORY_BYTES = 256 << 10
+"""Delivered bytes kept per direction to compare retransmissions with (a few windows' worth)."""
 
 Endpoint = tuple[str, int]
 
@@ -40,9 +60,12 @@ class Lost:
 
 @dataclass(frozen=True, slots=True)
 class Closed:
-    """A FIN from that side."""
+    """A FIN from that side, once every byte before it is in (or given up)."""
 
     from_client: bool
+    frame: int
+    """The frame that carried the FIN (not necessarily the one being read)."""
+    ts: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +80,23 @@ class WindowZero:
     """The client advertised a zero receive window: it stopped reading (start of an episode)."""
 
 
-TcpEvent = Delivered | Lost | Closed | Reset | WindowZero
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    from_client: bool
+    size: int
+    """Bytes of the segment that overlap bytes already received (some of them differ)."""
+    first_frame: int
+    """The frame whose bytes were kept."""
+
+
+@dataclass(frozen=True, slots=True)
+class AfterFin:
+    from_client: bool
+    size: int
+    """Payload bytes at or beyond the sender's FIN (dropped)."""
+
+
+TcpEvent = Delivered | Lost | Closed | Reset | WindowZero | Conflict | AfterFin
 _NOTHING: list[TcpEvent] = []
 
 
@@ -70,60 +109,141 @@ def client_by_handshake(src: Endpoint, dst: Endpoint, flags: int) -> Endpoint | 
 
 @dataclass(slots=True)
 class Flow:
-    """One direction of a TCP connection, put back in sequence order (duplicates skipped)."""
+    """One direction of a TCP connection, put back in sequence order; appends its events to `out`."""
 
+    from_client: bool
     next: int | None = None
-    held: dict[int, bytes] = field(default_factory=dict)
+    """The sequence number of the next byte to deliver."""
+    held: dict[int, tuple[bytes, int]] = field(default_factory=dict)
+    """Out-of-order segments by sequence number: (bytes, frame)."""
     held_bytes: int = 0
     fin: bool = False
+    """A FIN was seen (it may still wait for bytes before it: `closed` says when it took effect)."""
+    fin_seq: int = 0
+    fin_frame: int = 0
+    fin_ts: float = 0.0
+    closed: bool = False
     gap: bool = False
     """Bytes were lost in this direction: what follows is not read."""
+    history: deque[tuple[int, bytes, int]] = field(default_factory=deque)
+    """The last delivered segments (seq, bytes, frame), at most `MAX_HISTORY_BYTES`."""
+    history_bytes: int = 0
 
-    def accept(self, seq: int, data: bytes) -> tuple[list[bytes], int]:
-        """In-order bytes this segment releases, and how many bytes were given up as lost (a gap)."""
+    @property
+    def waiting(self) -> bool:
+        """Something waits for missing bytes: held segments, or a FIN with a hole before it."""
+        return bool(self.held) or (self.fin and not self.closed)
+
+    def accept(self, seq: int, data: bytes, frame: int, out: list[TcpEvent]) -> None:
+        """Take one segment's payload."""
         if self.next is None:
             self.next = seq
+        if self.fin and _seqdiff((seq + len(data)) & 0xFFFFFFFF, self.fin_seq) > 0:
+            beyond = min(len(data), _seqdiff((seq + len(data)) & 0xFFFFFFFF, self.fin_seq))
+            out.append(AfterFin(self.from_client, beyond))
+            data = data[: len(data) - beyond]
+            if not data:
+                return
         diff = _seqdiff(seq, self.next)
         if diff < 0:
+            self._compare(seq, data[:-diff], frame, out)
             if diff + len(data) <= 0:
-                return [], 0  # retransmission of bytes already delivered
-            data, diff = data[-diff:], 0
+                return  # a retransmission of bytes already delivered
+            seq, data, diff = self.next, data[-diff:], 0
         if diff > 0:
-            if len(data) > len(self.held.get(seq, b"")):
-                self.held_bytes += len(data) - len(self.held.get(seq, b""))
-                self.held[seq] = data
-            if len(self.held) > MAX_HELD_SEGMENTS or self.held_bytes > MAX_HELD_BYTES:
-                return self.skip_gap()
-            return [], 0
-        out = [data]
-        self.next = (self.next + len(data)) & 0xFFFFFFFF
-        out += self._drain()
-        return out, 0
+            self._hold(seq, data, frame, out)
+            return
+        self._push(seq, data, frame, out)
+        self._drain(out)
 
-    def skip_gap(self) -> tuple[list[bytes], int]:
-        """Give up waiting for missing bytes: jump to the oldest held segment."""
-        if not self.held or self.next is None:
-            return [], 0
-        start = min(self.held, key=lambda s: _seqdiff(s, self.next or 0))
-        lost = _seqdiff(start, self.next)
-        self.next = start
-        return self._drain(), max(lost, 0)
+    def take_fin(self, seq: int, frame: int, ts: float, out: list[TcpEvent]) -> None:
+        """A FIN at `seq` (after the segment's payload): it takes effect once the bytes before it are in."""
+        if self.fin:
+            return
+        self.fin, self.fin_seq, self.fin_frame, self.fin_ts = True, seq, frame, ts
+        if self.next is None:
+            self.next = seq
+        ahead = _seqdiff(self.next, seq)
+        if ahead > 0:  # bytes beyond the FIN were delivered before the FIN was captured
+            out.append(AfterFin(self.from_client, ahead))
+        self._close_if_due(out)
 
-    def _drain(self) -> list[bytes]:
-        out: list[bytes] = []
+    def skip_gap(self, out: list[TcpEvent]) -> None:
+        """Give up waiting for missing bytes: jump to the oldest held segment (or the pending FIN)."""
+        if not self.waiting or self.next is None:
+            return
+        nxt = self.next
+        starts = list(self.held)
+        if self.fin and not self.closed:
+            starts.append(self.fin_seq)
+        start = min(starts, key=lambda s: _seqdiff(s, nxt))
+        lost = _seqdiff(start, nxt)
+        if lost > 0:
+            self.gap = True
+            out.append(Lost(self.from_client, lost))
+            self.next = start
+        self._drain(out)
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _push(self, seq: int, data: bytes, frame: int, out: list[TcpEvent]) -> None:
+        out.append(Delivered(self.from_client, data))
+        self.next = (seq + len(data)) & 0xFFFFFFFF
+        history = self.history
+        history.append((seq, data, frame))
+        self.history_bytes += len(data)
+        while self.history_bytes > MAX_HISTORY_BYTES and len(history) > 1:
+            self.history_bytes -= len(history.popleft()[1])
+
+    def _hold(self, seq: int, data: bytes, frame: int, out: list[TcpEvent]) -> None:
+        old = self.held.get(seq)
+        if old is not None:
+            common = min(len(old[0]), len(data))
+            if old[0][:common] != data[:common]:
+                out.append(Conflict(self.from_client, common, old[1]))
+            if len(data) <= len(old[0]):
+                return
+            data, frame = old[0] + data[len(old[0]) :], old[1]  # the first bytes win
+        self.held_bytes += len(data) - (len(old[0]) if old is not None else 0)
+        self.held[seq] = (data, frame)
+        if len(self.held) > MAX_HELD_SEGMENTS or self.held_bytes > MAX_HELD_BYTES:
+            self.skip_gap(out)
+
+    def _drain(self, out: list[TcpEvent]) -> None:
         progress = True
         while self.held and progress and self.next is not None:
             progress = False
             for seq in list(self.held):
                 diff = _seqdiff(seq, self.next)
-                if diff <= 0:
-                    data = self.held.pop(seq)
-                    self.held_bytes -= len(data)
-                    if diff + len(data) > 0:
-                        out.append(data[-diff:] if diff else data)
-                        self.next = (self.next + len(data) + diff) & 0xFFFFFFFF
-                    progress = True
-        return out
+                if diff > 0:
+                    continue
+                data, frame = self.held.pop(seq)
+                self.held_bytes -= len(data)
+                progress = True
+                if diff < 0:
+                    self._compare(seq, data[:-diff], frame, out)
+                if diff + len(data) > 0:
+                    self._push(self.next, data[-diff:] if diff else data, frame, out)
+        self._close_if_due(out)
+
+    def _close_if_due(self, out: list[TcpEvent]) -> None:
+        if self.fin and not self.closed and self.next is not None and _seqdiff(self.fin_seq, self.next) <= 0:
+            self.closed = True
+            out.append(Closed(self.from_client, self.fin_frame, self.fin_ts))
+
+    def _compare(self, seq: int, data: bytes, frame: int, out: list[TcpEvent]) -> None:
+        """`data` (at `seq`) overlaps bytes already delivered: say so when they differ."""
+        end = seq + len(data)
+        for hseq, hdata, hframe in reversed(self.history):
+            lo, hi = max(_seqdiff(seq, hseq), 0), min(_seqdiff(end, hseq), len(hdata))
+            if hi <= 0:
+                continue
+            if lo >= len(hdata):
+                break  # history is in sequence order: nothing older overlaps
+            start = _seqdiff((hseq + lo) & 0xFFFFFFFF, seq)
+            if hdata[lo:hi] != data[start : start + hi - lo]:
+                out.append(Conflict(self.from_client, len(data), hframe))
+                return
 
 
 @dataclass(slots=True)
@@ -132,41 +252,49 @@ class TcpConnection:
 
     client: Endpoint
     server: Endpoint
-    up: Flow = field(default_factory=Flow)
+    up: Flow = field(default_factory=lambda: Flow(True))
     """Client → server."""
-    down: Flow = field(default_factory=Flow)
+    down: Flow = field(default_factory=lambda: Flow(False))
     """Server → client."""
-    reassemble: bool = False
-    """Put payload back in order (set by the caller once the connection is worth reading)."""
+    reassemble: bool | None = None
+    """Put payload back in order: True once the caller knows the connection is worth reading, False
+    when it is not (its payload is never buffered and its FINs take effect at once); None while
+    undecided (no payload yet), when a FIN waits for bytes before it as on a read connection."""
     zero_window: bool = False
     """Inside a zero-window episode of the client."""
     reset: bool = False
 
     @property
     def closed(self) -> bool:
-        """Both sides sent FIN: nothing more can flow."""
-        return self.up.fin and self.down.fin
+        """Both sides' FINs took effect: nothing more can flow."""
+        return self.up.closed and self.down.closed
 
-    def segment(self, from_client: bool, seq: int, flags: int, window: int, payload: bytes) -> list[TcpEvent]:
+    def segment(self, f: Frame, from_client: bool) -> list[TcpEvent]:
         """What one captured segment means, in order."""
+        flags = f.flags
         zero = False
-        if from_client and window >= 0 and not flags & (SYN | RST | FIN):
-            if window:
+        if from_client and f.window >= 0 and not flags & (SYN | RST | FIN):
+            if f.window:
                 self.zero_window = False
             elif not self.zero_window:
                 self.zero_window = zero = True
-        if not flags & (SYN | FIN | RST) and not (payload and self.reassemble):
+        other = self.down if from_client else self.up
+        payload = f.payload if self.reassemble else b""
+        if not flags & (SYN | FIN | RST) and not payload and not other.waiting:
             return [WindowZero()] if zero else _NOTHING  # most segments: an ACK, or payload not read
         out: list[TcpEvent] = [WindowZero()] if zero else []
+        if flags & ACK and other.waiting and other.next is not None and _seqdiff(f.ack, other.next) > 0:
+            other.skip_gap(out)  # the peer has bytes the capture never held: they are lost
         flow = self.up if from_client else self.down
         if flags & SYN:
-            flow.next = (seq + 1) & 0xFFFFFFFF
-        if payload and self.reassemble:
-            self._deliver(out, from_client, *flow.accept(seq, payload))
-        if flags & FIN and not flow.fin:
-            flow.fin = True
-            self._deliver(out, from_client, *flow.skip_gap())
-            out.append(Closed(from_client))
+            flow.next = (f.seq + 1) & 0xFFFFFFFF
+        if payload:
+            flow.accept(f.seq, payload, f.number, out)
+        if flags & FIN:
+            fin_seq = (f.seq + max(f.length, len(f.payload))) & 0xFFFFFFFF
+            if self.reassemble is False:
+                flow.next = fin_seq  # payload not read: nothing to wait for
+            flow.take_fin(fin_seq, f.number, f.ts, out)
         if flags & RST and not self.reset:
             self.reset = True
             out.append(Reset(from_client))
@@ -175,15 +303,9 @@ class TcpConnection:
     def finish(self) -> list[TcpEvent]:
         """The end of the capture: give up on every hole still waiting to be filled."""
         out: list[TcpEvent] = []
-        self._deliver(out, True, *self.up.skip_gap())
-        self._deliver(out, False, *self.down.skip_gap())
+        self.up.skip_gap(out)
+        self.down.skip_gap(out)
         return out
-
-    def _deliver(self, out: list[TcpEvent], from_client: bool, chunks: list[bytes], lost: int) -> None:
-        if lost:
-            (self.up if from_client else self.down).gap = True
-            out.append(Lost(from_client, lost))
-        out.extend(Delivered(from_client, chunk) for chunk in chunks)
 
 
 def _seqdiff(a: int, b: int) -> int:

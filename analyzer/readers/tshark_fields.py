@@ -27,12 +27,14 @@ FIELDS = (
     "tcp.srcport",
     "tcp.dstport",
     "tcp.seq",
+    "tcp.ack",
     "tcp.len",
     "tcp.flags",
     "tcp.window_size",
     "tcp.payload",
 )
-"""Sequence numbers are absolute (no sequence analysis, which costs time): `Flow` works modulo 2**32.
+"""Sequence and acknowledgement numbers are absolute (no sequence analysis, which costs time): `tcp.Flow`
+works modulo 2**32. `tcp.len` against the captured payload shows a snaplen that cut the segment.
 A zero window is `tcp.window_size == 0` (the scaled window) on a frame without SYN/FIN/RST."""
 DECRYPTED_FIELD = "data.data"
 """With a keylog, decrypted TLS records reach the `data` dissector once http's TLS heuristics are off."""
@@ -110,9 +112,14 @@ class Frame:
     sport: int
     dport: int
     seq: int
+    ack: int
     flags: int
     window: int
+    """The scaled receive window; -1 when tshark gave none."""
     payload: bytes
+    """The captured TCP payload (shorter than `length` when the snaplen cut the frame)."""
+    length: int
+    """The TCP payload length on the wire (`tcp.len`)."""
     decrypted: tuple[bytes, ...]
 
 
@@ -125,8 +132,9 @@ def parse_line(line: bytes) -> Frame | int | None:
     if not cols[2]:
         return number
     # a field occurs more than once only in tunnels and multi-record TLS frames: split only then
-    first = [c.split(b",", 1)[0] for c in cols[:14]] if b"," in line else cols
+    first = [c.split(b",", 1)[0] for c in cols[:15]] if b"," in line else cols
     try:
+        payload = binascii.a2b_hex(first[14]) if first[14] else b""
         return Frame(
             number,
             float(first[1]),
@@ -136,10 +144,12 @@ def parse_line(line: bytes) -> Frame | int | None:
             int(first[7]),
             int(first[8]),
             int(first[9] or 0),
-            int(first[11] or b"0", 16),
-            int(first[12] or -1),
-            binascii.a2b_hex(first[13]) if first[13] else b"",
-            tuple(binascii.a2b_hex(x) for x in cols[14].split(b",")) if len(cols) > 14 and cols[14] else (),
+            int(first[10] or 0),
+            int(first[12] or b"0", 16),
+            int(first[13] or -1),
+            payload,
+            int(first[11] or 0),
+            tuple(binascii.a2b_hex(x) for x in cols[15].split(b",")) if len(cols) > 15 and cols[15] else (),
         )
-    except (ValueError, binascii.Error):
+    except (ValueError, binascii.Error, UnicodeDecodeError):
         return number

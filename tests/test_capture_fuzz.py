@@ -1,0 +1,73 @@
+"""The capture reader above tshark under hostile segment streams: only events come out, never an
+exception (a traceback on a capture is a bug). No tshark needed: frames are fed to the reader's per-frame
+step directly, as `tshark_fields.parse_line` would produce them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cancelwire.model import Anomaly, MessageEvent, SessionStart, TransportEvent
+from cancelwire.readers import InputSource, ReadOptions
+from cancelwire.readers.pcap import _Run
+from cancelwire.readers.tshark_fields import Frame
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+C, S = ("10.0.0.1", 40000), ("10.0.0.2", 8000)
+PIECES = [
+    b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n",
+    b'{"jsonrpc":"2.0","id":1,"method":"tools/call"}',
+    b"GET /sse HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n",
+    b'2c\r\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\n\n\r\n',
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 99\r\n\r\n{}",
+    b"0\r\n\r\n",
+    b"HTTP/1.1 101 Switching\r\n\r\n",
+    b"\x16\x03\x01\x00",
+]
+
+segments = st.lists(
+    st.tuples(
+        st.booleans(),  # from the client
+        st.integers(0, 400),  # sequence offset
+        st.integers(0, 400),  # ack offset
+        st.sampled_from([0x10, 0x18, 0x02, 0x12, 0x11, 0x14, 0x04, 0x19]),
+        st.one_of(st.sampled_from(PIECES), st.binary(max_size=60), st.just(b"")),
+        st.integers(-1, 3),  # window
+        st.integers(0, 80),  # extra tcp.len beyond the captured payload (snaplen)
+        st.integers(0, 2),  # tcp stream
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(segments, st.sampled_from([(), (8000,)]))
+def test_any_segment_stream_gives_only_events(stream: list[tuple], http_ports: tuple[int, ...]) -> None:  # type: ignore[type-arg]
+    path = Path("fuzz.pcapng")
+    run = _Run(InputSource(path.name, path), ReadOptions(http_ports=http_ports), "tshark", path)
+    out = run.sessions.out
+    for number, (from_client, seq, ack, flags, payload, window, extra, tcp_stream) in enumerate(stream, 1):
+        src, dst = (C, S) if from_client else (S, C)
+        base, other = (1000, 5000) if from_client else (5000, 1000)
+        frame = Frame(
+            number=number,
+            ts=float(number),
+            stream=tcp_stream,
+            src=src[0],
+            dst=dst[0],
+            sport=src[1],
+            dport=dst[1],
+            seq=(base + seq) & 0xFFFFFFFF,
+            ack=(other + ack) & 0xFFFFFFFF,
+            flags=flags,
+            window=window,
+            payload=payload,
+            length=len(payload) + extra,
+            decrypted=(),
+        )
+        run.sessions.frame, run.sessions.ts = number, frame.ts
+        run._frame(frame)
+    run._finish()
+    assert all(isinstance(e, SessionStart | MessageEvent | TransportEvent | Anomaly) for e in out)
+    assert [e.seq for e in out] == sorted(e.seq for e in out)
