@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,8 +44,59 @@ def decode_text(text: str | bytes) -> Decoded | None:
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError:
-        return None
+        value = _lenient_loads(text)
+        if value is _ABSENT:
+            return None
     return classify(value, excerpt(text))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _lenient_loads(text: str | bytes) -> Any:
+    """JSON that orjson refuses but RFC 8259 allows: a lone surrogate escape such as "\\udcff" (what
+    Python's json.dumps writes for a file name that is not UTF-8). Parsed by the standard library, with
+    every lone surrogate replaced by U+FFFD so no later stage meets one; `_ABSENT` when it is not JSON
+    (NaN and Infinity are not; nesting past the standard library's recursion limit is reported as not
+    JSON instead of raising). Only reached when orjson fails, so the hot path never pays for it."""
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        return _ABSENT
+    return _without_surrogates(value)
+
+
+def _clean(text: str) -> str:
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _without_surrogates(value: Any) -> Any:
+    """VALUE with lone surrogates replaced in every string, key or item (iteratively: no recursion)."""
+    if isinstance(value, str):
+        return _clean(value)
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            items = [(_clean(k), v) for k, v in node.items()]
+            node.clear()
+            for key, item in items:
+                node[key] = _clean(item) if isinstance(item, str) else item
+                if isinstance(item, dict | list):
+                    stack.append(item)
+        elif isinstance(node, list):
+            for index, item in enumerate(node):
+                if isinstance(item, str):
+                    node[index] = _clean(item)
+                elif isinstance(item, dict | list):
+                    stack.append(item)
+    return value
 
 
 def _valid_id(value: Any) -> bool:
