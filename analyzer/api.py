@@ -14,12 +14,12 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from . import tables
 from .config import count_of, seconds_of
 from .errors import ConfigError
-from .model import REVISIONS, CancelledCall, RequestTimeline, Vantage
+from .fleet import Fleet
+from .model import REVISIONS, Vantage
 from .pipeline import AuditOptions
 from .pipeline import audit as run_audit
 from .readers.base import ReadOptions
@@ -48,12 +48,15 @@ def audit(
     http_ports: Iterable[int] = (),
     verifying_reads: Mapping[str, Iterable[str]] | None = None,
     exchanges: bool = True,
+    jobs: int | None = 1,
 ) -> AuditResult:
     """Audit recordings (files, folders, `.gz`) and return the result.
 
     Options mean what the `cancelwire audit` flags of the same name mean. `ignore` maps rule ids or
     slugs to the reason they are off (a plain list gets "ignored by the caller"). `exchanges=False`
-    skips keeping the exchange table (`result.to_dataframe("exchanges")` then raises). An unreadable
+    skips keeping the exchange table (`result.to_dataframe("exchanges")` then raises). `jobs`
+    audits inputs in that many worker processes (None: one per core when there are many inputs); the
+    result is the same. An unreadable
     input is reported in `result.inputs` and the others are still audited. Call `result.close()` (or
     use the result as a context manager) to remove its spooled parts from disk.
     """
@@ -77,14 +80,14 @@ def audit(
         ignore=dict(ignore) if isinstance(ignore, Mapping) else dict.fromkeys(ignore, "ignored by the caller"),
         preview=preview,
     )
-    rows: Spool[dict[str, object]] | None = Spool() if exchanges else None
-
-    def keep(timeline: RequestTimeline, cancelled: CancelledCall | None) -> None:
-        if rows is not None:
-            rows.append(tables.row(timeline, cancelled))
-
+    rows: Spool[dict[str, Any]] | None = Spool() if exchanges else None
     names = [os.fspath(paths)] if isinstance(paths, str | os.PathLike) else [os.fspath(p) for p in paths]
-    result = run_audit(names, options, on_exchange=keep if exchanges else None)
+    result = run_audit(
+        names,
+        options,
+        on_row=rows.append if rows is not None else None,
+        fleet=Fleet(None if jobs is None else _checked("jobs", jobs, count_of)),
+    )
     return replace(result, exchanges=rows)
 
 

@@ -177,6 +177,13 @@ def _audit_parser(a: argparse.ArgumentParser) -> None:
     a.add_argument(
         "--exchanges", type=_table, metavar="FILE.csv|FILE.parquet", help="also export every exchange as a table"
     )
+    a.add_argument(
+        "--jobs",
+        type=_count,
+        metavar="N",
+        help="audit inputs in N worker processes (default: one per core from 8 inputs on, else 1)",
+    )
+    a.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     a.add_argument("--config", type=Path, metavar="FILE", help="settings file to use instead of the one found")
     a.add_argument("--isolated", action="store_true", help="use no settings file")
     _debug(a, argparse.SUPPRESS)

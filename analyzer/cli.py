@@ -26,12 +26,14 @@ from typing import Any, TypeVar
 from . import __version__, baseline, catalog, inert
 from .arguments import audit_options, build_parser, settings_of
 from .errors import CancelwireError, OutputError
+from .fleet import Fleet
 from .formats import OutputSpecError, plan, write
 from .gates import Triage
-from .model import CancelledCall, Level, RequestTimeline, Severity
+from .model import Level, Severity
 from .outputs import AtomicOutput, refuse_inputs
 from .pipeline import AuditOptions, audit
 from .policy import gate_option, parse_gates
+from .progress import progress_bar
 from .results import AuditResult, ExitStatus
 
 T = TypeVar("T")
@@ -151,7 +153,8 @@ def _audit(args: argparse.Namespace) -> int:
             if option != "--exchanges":
                 files[option] = AtomicOutput(path, option)
         table = AtomicOutput(args.exchanges, "--exchanges") if args.exchanges else None
-        result = _audit_with_table(args.paths, options, table)
+        with _progress(args) as progress:
+            result = _audit_with_table(args.paths, options, table, Fleet(args.jobs, progress))
         try:
             triage = Triage(
                 result,
@@ -182,6 +185,23 @@ def _audit(args: argparse.Namespace) -> int:
     return status
 
 
+@contextlib.contextmanager
+def _progress(args: argparse.Namespace) -> Iterator[Callable[[int, int, int], None] | None]:
+    """A progress bar on stderr for a terminal (never with --quiet, never into a pipe or a file)."""
+    if args.quiet or not _isatty(sys.stderr):
+        yield None
+        return
+    with progress_bar(sys.stderr) as bar:
+        yield bar
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 def _write_baseline(triage: Triage, out: AtomicOutput | None) -> int | None:
     if out is None:
         return None
@@ -203,19 +223,19 @@ def _stale(path: Path, stale: list[dict[str, Any]]) -> None:
         _say(f"  ... and {len(stale) - STALE_SHOWN} more (the SARIF report lists every one)")
 
 
-def _audit_with_table(paths: list[str], options: AuditOptions, table: AtomicOutput | None) -> AuditResult:
+def _audit_with_table(paths: list[str], options: AuditOptions, table: AtomicOutput | None, fleet: Fleet) -> AuditResult:
     """The audit, with every exchange written to TABLE; a failed write stops it (exit 2, no half file)."""
     if table is None:
-        return audit(paths, options, on_input_error=_error)
+        return audit(paths, options, on_input_error=_error, fleet=fleet)
     from .tables import ExchangeWriter
 
     writer = _writes(table, lambda: ExchangeWriter(table.writing))
 
-    def add(timeline: RequestTimeline, cancelled: CancelledCall | None) -> None:
-        _writes(table, lambda: writer.add(timeline, cancelled))
+    def add(row: dict[str, Any]) -> None:
+        _writes(table, lambda: writer.add(row))
 
     try:
-        result = audit(paths, options, on_exchange=add, on_input_error=_error)
+        result = audit(paths, options, on_row=add, on_input_error=_error, fleet=fleet)
     except BaseException:
         with contextlib.suppress(Exception):
             writer.close()

@@ -19,6 +19,8 @@ Messages follow "PATH[:LINE|#FRAME]: what is wrong; what to do".
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class CancelwireError(Exception):
     """Base of every error the CLI reports without a traceback."""
@@ -27,6 +29,11 @@ class CancelwireError(Exception):
         super().__init__(message)
         self.message = message
         self.hint = hint
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # errors cross process boundaries pickled (--jobs, --dask); Exception's own pickling would call
+        # __init__ with `args`, which a subclass with other parameters (InputError) cannot take
+        return (_restored, (type(self), self.__dict__))
 
     def __str__(self) -> str:
         return self.message if not self.hint else f"{self.message}\n  hint: {self.hint}"
@@ -72,3 +79,10 @@ class BaselineError(CancelwireError):
 
 class OutputError(CancelwireError):
     """A report or exchange table cannot be written, or would overwrite one of the inputs."""
+
+
+def _restored(cls: type[CancelwireError], state: dict[str, Any]) -> CancelwireError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, state["message"])
+    error.__dict__.update(state)
+    return error

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import time
-from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import outcomes
 from .catalog import Rule, RuleStatus, load_catalog
@@ -14,10 +14,13 @@ from .engine import Engine
 from .errors import CancelwireError, InputError, UnknownFormatError
 from .model import Anomaly, CancelledCall, Event, RequestTimeline, Session
 from .ordering import DEFAULT_RACE_WINDOWS
+from .partial import Merged, Partial, Row, Sink
 from .readers import InputSource, ReadOptions, choose_reader, expand_inputs
 from .reconstruct import ReconstructOptions, Reconstructor
-from .results import AuditResult, Findings, HowMade, InputSummary, Setting
-from .spool import Spool
+from .results import AuditResult, HowMade, InputSummary, Setting
+
+if TYPE_CHECKING:
+    from .fleet import Fleet
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,65 +88,108 @@ def audit(
     options: AuditOptions = AuditOptions(),
     *,
     on_exchange: Callable[[RequestTimeline, CancelledCall | None], None] | None = None,
+    on_row: Callable[[Row], None] | None = None,
     on_input_error: Callable[[InputError], None] | None = None,
+    fleet: Fleet | None = None,
 ) -> AuditResult:
-    """Audit every input. An unreadable input is reported and the others still analysed."""
+    """Audit every input. An unreadable input is reported and the others still analysed.
+
+    Each input is audited on its own and the parts merged in input order (partial.py), in this process
+    or, with FLEET, in worker processes or on a Dask cluster (fleet.py): the result is the same.
+    ON_ROW gets each exchange as a `tables.row`; ON_EXCHANGE the timeline itself (in this process only).
+    """
     catalog = load_catalog(options.rule_dirs)
     rules, disabled = select_rules(catalog, options)
-    engine = Engine(rules)
-    inputs: list[InputSummary] = []
-    sessions: list[Session] = []
-    findings = Findings()
-    cancellations: Spool[CancelledCall] = Spool()
-    outcome_counts: Counter[str] = Counter()
-    for source in _sources(paths, inputs, on_input_error):
-        try:
-            reader = choose_reader(source, options.input_format)
-        except InputError as exc:
-            if source.walked and isinstance(exc, UnknownFormatError):
-                inputs.append(InputSummary(source.name, None, (), 0, skipped=exc.skip_note))
-            else:
-                _unreadable(inputs, source.name, exc, on_input_error)
-            continue
-        counter = _Counter(reader.read(source, _read_options(source, options.read)))
-        keys: list[str] = []
-        for item in Reconstructor(source.name, reader.name, options.reconstruct).run(counter):
-            if isinstance(item, Anomaly):
-                for finding in engine.on_anomaly(item):
-                    findings.add(finding)
-            elif isinstance(item, Session):
-                engine.on_session(item)
-                sessions.append(item)
-                keys.append(item.key)
-            else:
-                cancelled = outcomes.classify(item)
-                if cancelled is not None:
-                    cancellations.append(cancelled)
-                    outcome_counts[cancelled.outcome.value] += 1
-                for finding in engine.on_timeline(item, cancelled):
-                    findings.add(finding)
-                if on_exchange:
-                    on_exchange(item, cancelled)
-        error = counter.error
-        inputs.append(
-            InputSummary(source.name, reader.name, tuple(keys), counter.count, error.message if error else None)
-        )
-        if error and on_input_error:
-            on_input_error(error)
-    for finding in engine.finish():
-        findings.add(finding)
+    merged = Merged(on_row, on_input_error)
+    try:
+        if fleet is not None and on_exchange is None:
+            fleet.run(paths, rules, options, merged)
+        else:
+            for item in sources(paths):
+                if isinstance(item, Partial):
+                    merged.add(item)
+                else:
+                    audit_source(item, rules, options, merged, on_exchange=on_exchange, rows=on_row is not None)
+    except BaseException:
+        merged.close()
+        raise
     return AuditResult(
-        inputs=tuple(inputs),
-        sessions=tuple(sessions),
-        findings=findings,
-        cancellations=cancellations,
-        outcomes=outcome_counts,
-        skips=tuple(engine.skips.values()),
+        inputs=tuple(merged.inputs),
+        sessions=tuple(merged.sessions),
+        findings=merged.findings,
+        cancellations=merged.cancellations,
+        outcomes=merged.outcomes,
+        skips=tuple(merged.skips.values()),
         disabled=disabled,
-        unruled_anomalies=dict(engine.unruled_anomalies),
+        unruled_anomalies=merged.unruled,
         rules=tuple(rules),
         made=how_made(options),
     )
+
+
+def audit_source(
+    source: InputSource,
+    rules: Sequence[Rule],
+    options: AuditOptions,
+    into: Sink,
+    *,
+    on_exchange: Callable[[RequestTimeline, CancelledCall | None], None] | None = None,
+    rows: bool = False,
+) -> None:
+    """Audit one input into INTO, with an engine of its own (so inputs can be audited anywhere)."""
+    try:
+        reader = choose_reader(source, options.input_format)
+    except InputError as exc:
+        if source.walked and isinstance(exc, UnknownFormatError):
+            into.input(InputSummary(source.name, None, (), 0, skipped=exc.skip_note), None)
+        else:
+            into.input(InputSummary(source.name, None, (), 0, exc.message), exc)
+        return
+    row = _row_maker() if rows else None
+    engine = Engine(rules)
+    counter = _Counter(reader.read(source, _read_options(source, options.read)))
+    keys: list[str] = []
+    for item in Reconstructor(source.name, reader.name, options.reconstruct).run(counter):
+        if isinstance(item, Anomaly):
+            for finding in engine.on_anomaly(item):
+                into.finding(finding)
+        elif isinstance(item, Session):
+            engine.on_session(item)
+            into.session(item)
+            keys.append(item.key)
+        else:
+            cancelled = outcomes.classify(item)
+            if cancelled is not None:
+                into.cancelled(cancelled)
+            for finding in engine.on_timeline(item, cancelled):
+                into.finding(finding)
+            if on_exchange:
+                on_exchange(item, cancelled)
+            if row is not None:
+                into.row(row(item, cancelled))
+    for finding in engine.finish():
+        into.finding(finding)
+    into.engine_done(engine.skips, engine.unruled_anomalies)
+    error = counter.error
+    into.input(
+        InputSummary(source.name, reader.name, tuple(keys), counter.count, error.message if error else None), error
+    )
+
+
+def _row_maker() -> Callable[[RequestTimeline, CancelledCall | None], Row]:
+    from .tables import row  # pandas is loaded only when exchange rows are wanted
+
+    return row
+
+
+def sources(paths: list[str]) -> Iterator[InputSource | Partial]:
+    """Every input in order; a path that does not exist comes as its (done) partial."""
+    for path in paths:
+        if path != "-" and not Path(path).exists():
+            error = InputError(path, "no such file or directory")
+            yield Partial(inputs=[InputSummary(path, None, (), 0, error.message)], errors=[error])
+            continue
+        yield from expand_inputs([path])
 
 
 def _read_options(source: InputSource, read: ReadOptions) -> ReadOptions:
@@ -153,24 +199,6 @@ def _read_options(source: InputSource, read: ReadOptions) -> ReadOptions:
         if sibling.is_file():
             return replace(read, keylog=sibling)
     return read
-
-
-def _unreadable(
-    inputs: list[InputSummary], name: str, error: InputError, on_input_error: Callable[[InputError], None] | None
-) -> None:
-    inputs.append(InputSummary(name, None, (), 0, error.message))
-    if on_input_error:
-        on_input_error(error)
-
-
-def _sources(
-    paths: list[str], inputs: list[InputSummary], on_input_error: Callable[[InputError], None] | None
-) -> Iterator[InputSource]:
-    for path in paths:
-        if path != "-" and not Path(path).exists():
-            _unreadable(inputs, path, InputError(path, "no such file or directory"), on_input_error)
-            continue
-        yield from expand_inputs([path])
 
 
 class _Counter:

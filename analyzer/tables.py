@@ -141,8 +141,9 @@ class ExchangeWriter:
         except OSError as exc:
             raise CancelwireError(f"{path}: cannot write the exchange table: {exc.strerror}") from exc
 
-    def add(self, timeline: RequestTimeline, cancelled: CancelledCall | None) -> None:
-        self.rows.append(row(timeline, cancelled))
+    def add(self, row: dict[str, Any]) -> None:
+        """One exchange, as `row` made it."""
+        self.rows.append(row)
         if len(self.rows) >= CHUNK_ROWS:
             self._flush()
 

@@ -138,7 +138,7 @@ def test_a_full_disk_while_writing_exchanges_leaves_no_half_table(
 ) -> None:
     from cancelwire import tables
 
-    def fills(self: Any, timeline: Any, cancelled: Any) -> None:
+    def fills(self: Any, row: Any) -> None:
         Path(self.path).write_text("method,outcome\nhalf")
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 

@@ -27,7 +27,7 @@ def test_csv_cells_that_would_start_a_formula_are_quoted(tmp_path: Path) -> None
     transcript = write_transcript(tmp_path / "t.jsonl", lines)
     out = tmp_path / "x.csv"
     writer = ExchangeWriter(out)
-    audit([str(transcript)], on_exchange=writer.add)
+    audit([str(transcript)], on_row=writer.add)
     writer.close()
     with out.open(newline="") as f:
         rows = list(csv.DictReader(f))
@@ -46,6 +46,6 @@ def test_parquet_keeps_the_recorded_values(tmp_path: Path) -> None:
     transcript = write_transcript(tmp_path / "t.jsonl", lines)
     out = tmp_path / "x.parquet"
     writer = ExchangeWriter(out)
-    audit([str(transcript)], on_exchange=writer.add)
+    audit([str(transcript)], on_row=writer.add)
     writer.close()
     assert list(pd.read_parquet(out)["method"]) == [FORMULA]

@@ -1,0 +1,236 @@
+"""Audit many inputs at once: in worker processes (`--jobs N`) or as tasks on a Dask cluster (`--dask`).
+
+Each input is one task: `pipeline.audit_source` into a `Partial`, which comes back pickled (by value,
+never through shared files) and is merged in input order, so the report is the one a single process
+makes (partial.py says why). At most WINDOW_PER_WORKER tasks per worker are in flight ahead of the
+merge, so a slow first input bounds the partials held, not the number of inputs.
+
+Standard input is read and audited in this process (a worker cannot read it). With Dask the client
+sends each input's bytes (and its TLS key log) with its task: workers need no access to the files.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from concurrent import futures
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from .catalog import Rule
+from .errors import CancelwireError
+from .partial import Merged, Partial
+from .pipeline import AuditOptions, audit_source, sources
+from .readers import InputSource
+
+#: Inputs from which `--jobs` defaults to one worker per core (fewer are audited in this process).
+PARALLEL_FROM = 8
+WINDOW_PER_WORKER = 4
+
+Progress = Callable[[int, int, int], None]
+"""Called with (inputs done, inputs in all, events read so far) as inputs finish."""
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """One input to audit: a path on this machine, or (for Dask) its bytes."""
+
+    name: str
+    walked: bool
+    path: str | None = None
+    data: bytes | None = None
+    keylog: bytes | None = None
+    """A TLS key log sent along with `data` (the capture's `X.keys`, or --keylog)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What every task needs besides its input: the rules (by value) and the options."""
+
+    rules: tuple[Rule, ...]
+    options: AuditOptions
+    rows: bool
+
+
+def cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def default_jobs(inputs: int) -> int:
+    """One worker per core when there are many inputs, else one (this process)."""
+    return min(cores(), inputs) if inputs >= PARALLEL_FROM else 1
+
+
+@dataclass(slots=True)
+class Fleet:
+    """How to run the per-input audits: `jobs` local workers (None: `default_jobs`), or on Dask."""
+
+    jobs: int | None = None
+    progress: Progress | None = None
+
+    def run(self, paths: list[str], rules: Sequence[Rule], options: AuditOptions, into: Merged) -> None:
+        context = Context(tuple(rules), options, into.on_row is not None)
+        items = list(_items(sources(paths), context))
+        jobs = min(self.jobs, len(items)) if self.jobs is not None else default_jobs(len(items))
+        if jobs <= 1:
+            _merge(None, items, context, into, self.progress, width=1)
+            return
+        pool = futures.ProcessPoolExecutor(
+            jobs, mp_context=_start_method(), initializer=_worker_init, initargs=(context,)
+        )
+        try:
+            _merge(lambda work: pool.submit(run_work, work), items, context, into, self.progress, width=jobs)
+        finally:
+            _stop(pool)
+
+
+Submit = Callable[[Work], "futures.Future[Partial]"]
+
+
+def _items(found: Iterator[InputSource | Partial], context: Context) -> Iterator[Work | Partial]:
+    """Inputs as work; standard input and FIFOs are audited here and now (their copy lives only while
+    they are current)."""
+    for item in found:
+        if isinstance(item, Partial):
+            yield item
+        elif item.path is None or item.pipe is not None or item.problem is not None:
+            # a pipe is read once, here; a known problem needs no worker to be reported
+            yield run_work(Work(item.name, item.walked), context, source=item)
+        else:
+            yield Work(item.name, item.walked, path=str(item.path))
+
+
+def run_work(work: Work, context: Context | None = None, source: InputSource | None = None) -> Partial:
+    """One task: audit one input into a partial (in a worker process, on a Dask worker, or here);
+    without CONTEXT, the worker process's own."""
+    context = context or _CONTEXT
+    part = Partial(rows=[] if context.rows else None)
+    if source is None and work.data is not None:
+        with _local_copy(work, context.options) as (local, options):
+            audit_source(local, context.rules, options, part, rows=context.rows)
+        return part
+    if source is None:
+        assert work.path is not None  # work is a path here unless it carries its bytes
+        source = InputSource(work.name, Path(work.path), walked=work.walked)
+    audit_source(source, context.rules, context.options, part, rows=context.rows)
+    return part
+
+
+class _local_copy:
+    """The bytes a Dask task brought, as files on the worker (the input keeps its name in evidence)."""
+
+    def __init__(self, work: Work, options: AuditOptions) -> None:
+        self.work = work
+        self.options = options
+        self.folder = tempfile.TemporaryDirectory(prefix="cancelwire-task-")
+
+    def __enter__(self) -> tuple[InputSource, AuditOptions]:
+        folder = Path(self.folder.name)
+        data = folder / "input"
+        data.write_bytes(self.work.data or b"")
+        options = self.options
+        if self.work.keylog is not None:
+            keys = folder / "keylog"
+            keys.write_bytes(self.work.keylog)
+            options = replace(options, read=replace(options.read, keylog=keys))
+        return InputSource(self.work.name, data, walked=self.work.walked), options
+
+    def __exit__(self, *exc: object) -> None:
+        self.folder.cleanup()
+
+
+def with_bytes(work: Work, options: AuditOptions) -> Work:
+    """WORK with its input's bytes and key log, for a worker that cannot see this machine's files."""
+    if work.path is None or work.data is not None:
+        return work
+    path = Path(work.path)
+    keylog = options.read.keylog or path.with_suffix(".keys")
+    try:
+        data = path.read_bytes()
+        keys = keylog.read_bytes() if keylog.is_file() else None
+    except OSError as exc:
+        raise CancelwireError(f"{work.name}: cannot read the input to send it: {exc.strerror}") from None
+    return replace(work, data=data, keylog=keys)
+
+
+_CONTEXT: Context
+"""A worker process's context, set once by `_worker_init` (fork: inherited, never pickled)."""
+
+
+def _worker_init(context: Context) -> None:
+    global _CONTEXT
+    _CONTEXT = context
+    # Ctrl-C goes to the whole process group: the parent stops the workers, they must not print a
+    # traceback each; and the parent's SIGTERM handler (unwind and clean up) is not theirs
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _start_method() -> multiprocessing.context.BaseContext:
+    # fork shares the loaded catalogue and modules (a spawned worker pays ~0.5 s importing them)
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    return multiprocessing.get_context(method)
+
+
+def _merge(
+    submit: Submit | None,
+    items: list[Work | Partial],
+    context: Context,
+    into: Merged,
+    progress: Progress | None,
+    *,
+    width: int,
+) -> None:
+    """Run ITEMS through SUBMIT (None: here), WIDTH * WINDOW_PER_WORKER ahead, merging in input order."""
+    running: dict[int, futures.Future[Partial]] = {}
+    ready: dict[int, Partial] = {}
+    submitted = merged = events = 0
+    while merged < len(items):
+        while submit is not None and submitted < len(items) and len(running) + len(ready) < width * WINDOW_PER_WORKER:
+            item = items[submitted]
+            if isinstance(item, Partial):
+                ready[submitted] = item
+            else:
+                running[submitted] = submit(item)
+            submitted += 1
+        if submit is None:
+            item = items[merged]
+            ready[merged] = item if isinstance(item, Partial) else run_work(item, context)
+        elif merged not in ready:
+            finished, _ = futures.wait(running.values(), return_when=futures.FIRST_COMPLETED)
+            for index in [i for i, f in running.items() if f in finished]:
+                ready[index] = _result(running.pop(index))
+        while merged in ready:
+            part = ready.pop(merged)
+            into.add(part)
+            merged += 1
+            events += part.events
+            if progress is not None:
+                progress(merged, len(items), events)
+
+
+def _result(future: futures.Future[Partial]) -> Partial:
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        raise CancelwireError(
+            "a worker process died while auditing (killed, or out of memory?)",
+            "run again with fewer --jobs, or --jobs 1",
+        ) from None
+
+
+def _stop(pool: futures.ProcessPoolExecutor) -> None:
+    """Stop the workers now, busy or not (an interrupted run must not wait for a long input)."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    processes = getattr(pool, "_processes", None) or {}  # no public way to stop busy workers before 3.14
+    for process in list(processes.values()):
+        process.terminate()
+    for process in list(processes.values()):
+        process.join()

@@ -1,0 +1,248 @@
+"""--jobs: inputs audited in worker processes give the report one process gives, byte for byte, in
+every format; the progress bar; a worker that dies is a clear error."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import cancelwire
+import pytest
+from cancelwire import cli, fleet, pipeline, progress
+from cancelwire.formats import FORMATS
+from cancelwire.results import HowMade
+from transcripts import Line, write_transcript
+
+ROOT = Path(__file__).resolve().parent.parent
+STDIO = ROOT / "sample_captures" / "stdio"
+HTTP = ROOT / "sample_captures" / "http"
+
+
+def _call(i: int, tool: str = "slow") -> dict[str, object]:
+    return {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": tool}}
+
+
+def _cancel(i: int) -> dict[str, object]:
+    return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": i}}
+
+
+def _result(i: int) -> dict[str, object]:
+    return {"jsonrpc": "2.0", "id": i, "result": {"content": []}}
+
+
+def _recording(n: int) -> list[Line]:
+    """Recording N: a late result after a cancel, a silent cancel, a stray reply, a clean call."""
+    return [
+        (1.0, "c2s", _call(1)),
+        (1.1, "c2s", _cancel(1)),
+        (5.0 + n, "s2c", _result(1)),
+        (6.0, "c2s", _call(2, "write")),
+        (6.1, "c2s", _cancel(2)),
+        (7.0, "s2c", _result(99 + n)),
+        (8.0, "c2s", _call(3)),
+        (8.5, "s2c", _result(3)),
+    ]
+
+
+@pytest.fixture(scope="module")
+def fleet_inputs(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """Many inputs of every kind: samples (transcripts, host logs, captures), generated transcripts,
+    a gzip, a folder walked with a file of no known format, and a path that does not exist."""
+    base = tmp_path_factory.mktemp("fleet")
+    folder = base / "many"
+    folder.mkdir()
+    for n in range(12):
+        write_transcript(folder / f"rec-{n:02d}.jsonl", _recording(n))
+    (folder / "notes.txt").write_text("not a recording\n")
+    packed = base / "packed.jsonl.gz"
+    packed.write_bytes(gzip.compress(write_transcript(base / "plain.jsonl", _recording(40)).read_bytes()))
+    captures = sorted(str(p) for p in HTTP.glob("*.pcapng"))[:3]
+    return [
+        *sorted(str(p) for p in STDIO.glob("*.jsonl")),
+        str(folder),
+        str(packed),
+        str(base / "missing.jsonl"),
+        *captures,
+        str(HTTP / "sdk-http-cancel-close-stream.server.jsonl"),
+    ]
+
+
+@pytest.fixture(autouse=True)
+def fixed_generation_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every report says when it was made; fixed here so whole reports can be compared byte for byte."""
+    made = pipeline.how_made
+
+    def fixed(options: pipeline.AuditOptions) -> HowMade:
+        real = made(options)
+        return HowMade(**{**{f: getattr(real, f) for f in real.__slots__}, "generated": 1_800_000_000.0})
+
+    monkeypatch.setattr(pipeline, "how_made", fixed)
+
+
+def _outputs(paths: list[str], out: Path, *options: str) -> tuple[int, dict[str, bytes], str]:
+    out.mkdir()
+    reports = [f"--report={fmt}={out / fmt}" for fmt in FORMATS]
+    status = cli.main(
+        ["audit", *paths, *reports, "--exchanges", str(out / "x.csv"), "--isolated", "--fail-on", "warning", *options]
+    )
+    return status, {p.name: p.read_bytes() for p in sorted(out.iterdir())}, ""
+
+
+def test_jobs_give_the_serial_report_byte_for_byte_in_every_format(
+    fleet_inputs: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    serial_status, serial, _ = _outputs(fleet_inputs, tmp_path / "serial", "--jobs", "1")
+    serial_err = capsys.readouterr().err
+    parallel_status, parallel, _ = _outputs(fleet_inputs, tmp_path / "parallel", "--jobs", "2")
+    parallel_err = capsys.readouterr().err
+    assert sorted(serial) == sorted([*FORMATS, "x.csv"])
+    assert serial_status == parallel_status == 1
+    assert parallel_err == serial_err
+    assert serial_err.count("missing.jsonl: no such file or directory") == 1
+    for name, data in serial.items():
+        assert parallel[name] == data, name
+    # the compared reports hold what the inputs hold (not two empty reports)
+    text = serial["json"].decode()
+    assert text.count('"outcome": "late-result-violation"') >= 12
+    assert "notes.txt" in text and "packed.jsonl.gz" in text and "missing.jsonl" in text
+
+
+def test_the_library_entry_point_takes_jobs(fleet_inputs: list[str]) -> None:
+    inputs = [p for p in fleet_inputs if "missing" not in p]
+    with cancelwire.audit(inputs, jobs=1) as serial, cancelwire.audit(inputs, jobs=2) as parallel:
+        for table in ("findings", "cancellations", "exchanges"):
+            assert parallel.to_dataframe(table).equals(serial.to_dataframe(table)), table
+        assert parallel.inputs == serial.inputs
+        assert parallel.sessions == serial.sessions
+        assert parallel.skips == serial.skips
+        assert parallel.unruled_anomalies == serial.unruled_anomalies
+        assert list(parallel.outcomes.items()) == list(serial.outcomes.items())
+
+
+def test_jobs_is_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["audit", str(STDIO), "--jobs", "0"])
+    assert exit_.value.code == 2
+    assert "argument --jobs: must be at least 1, not 0" in capsys.readouterr().err
+    with pytest.raises(cancelwire.ConfigError, match="jobs: must be a whole number"):
+        cancelwire.audit([str(STDIO)], jobs=1.5)  # type: ignore[arg-type]
+
+
+def test_default_jobs_use_every_core_only_for_many_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fleet, "cores", lambda: 2)
+    assert [fleet.default_jobs(n) for n in (1, 2, 7, 8, 1000)] == [1, 1, 1, 2, 2]
+
+
+def test_standard_input_among_many_inputs_is_audited_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stdin = write_transcript(tmp_path / "in.jsonl", _recording(7)).read_bytes()
+    paths = [str(p) for p in sorted(STDIO.glob("*.jsonl"))[:4]]
+    reports = {}
+    for jobs in ("1", "2"):
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+        out = tmp_path / f"r{jobs}.json"
+        cli.main(["audit", paths[0], "-", *paths[1:], "--format", "json", "-o", str(out), "--jobs", jobs, "--isolated"])
+        reports[jobs] = out.read_text()
+    assert reports["1"] == reports["2"]
+    assert reports["1"].count('"path": "<stdin>"') == 1
+
+
+def test_a_worker_that_dies_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def dies(*args: Any, **kwargs: Any) -> None:
+        os._exit(9)  # as the kernel's OOM killer would leave it
+
+    monkeypatch.setattr(fleet, "audit_source", dies)  # forked workers inherit the patch
+    paths = [str(p) for p in sorted(STDIO.glob("*.jsonl"))[:3]]
+    out = tmp_path / "r.json"
+    assert cli.main(["audit", *paths, "--jobs", "2", "-o", str(out), "--isolated"]) == 2
+    assert capsys.readouterr().err == (
+        "cancelwire: error: a worker process died while auditing (killed, or out of memory?)\n"
+        "  hint: run again with fewer --jobs, or --jobs 1\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- the progress bar -----------------------------------------------------------------------------
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_line() -> None:
+    assert progress.line(37, 1000, 123_400, 10.0) == (
+        "  37/1000 inputs [#.......................]   4%  12.3k msg/s  ETA 4m20s"
+    )
+    assert progress.line(3, 3, 2_500_000, 2.0) == "3/3 inputs [########################] 100%  1.2M msg/s  ETA 0m00s"
+    assert progress.line(0, 5, 0, 1.5).endswith("  0 msg/s  ETA --")
+    assert progress.line(1, 4000, 10, 3.0).endswith("ETA 3h19m")
+
+
+def test_progress_bar_waits_redraws_at_most_so_often_and_erases_itself() -> None:
+    now = [0.0]
+    screen = FakeTerminal()
+    with progress.progress_bar(screen, clock=lambda: now[0]) as bar:
+        bar(1, 4, 100)  # before SHOW_AFTER: a short run shows nothing
+        now[0] = 2.0
+        bar(2, 4, 200)
+        now[0] = 2.1
+        bar(3, 4, 300)  # too soon after the last redraw
+        now[0] = 2.2
+        bar(4, 4, 400)  # the last one always shows
+    assert screen.getvalue().split("\r\x1b[K") == [
+        "",
+        "2/4 inputs [############............]  50%  100 msg/s  ETA 0m02s",
+        "4/4 inputs [########################] 100%  182 msg/s  ETA 0m00s",
+        "",
+    ]
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_the_command_shows_progress_on_a_terminal_only(
+    quiet: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(progress, "SHOW_AFTER", 0.0)
+    monkeypatch.setattr(progress, "REDRAW", 0.0)
+    paths = [str(p) for p in sorted(STDIO.glob("*.jsonl"))[:3]]
+    terminal = FakeTerminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    cli.main(["audit", *paths, "-o", str(tmp_path / "r.txt"), "--isolated", *(["--quiet"] if quiet else [])])
+    drawn = [part for part in terminal.getvalue().split("\r\x1b[K") if part]
+    if quiet:
+        assert drawn == []
+    else:
+        assert [re.sub(r"  \S+ msg/s  ETA \S+$", "", d) for d in drawn] == [
+            "1/3 inputs [########................]  33%",
+            "2/3 inputs [################........]  67%",
+            "3/3 inputs [########################] 100%",
+        ]
+        assert terminal.getvalue().endswith("\r\x1b[K")
+    pipe = io.StringIO()  # not a terminal: silent
+    monkeypatch.setattr("sys.stderr", pipe)
+    cli.main(["audit", *paths, "-o", str(tmp_path / "r2.txt"), "--isolated"])
+    assert pipe.getvalue() == ""
+
+
+def test_no_temp_files_are_left_behind(
+    fleet_inputs: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spool = tmp_path / "tmp"
+    spool.mkdir()
+    monkeypatch.setenv("TMPDIR", str(spool))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    inputs = [p for p in fleet_inputs if "missing" not in p and p.endswith(".jsonl")]
+    assert cli.main(["audit", *inputs, "--jobs", "2", "-o", str(tmp_path / "r.txt"), "--isolated"]) == 1
+    assert list(spool.iterdir()) == []
+    shutil.rmtree(spool)
