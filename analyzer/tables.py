@@ -128,14 +128,12 @@ class ExchangeWriter:
         self.rows: list[dict[str, Any]] = []
         self.written = 0
         self._parquet: Any = None
+        self._schema: Any = None
         if path.suffix == ".parquet":
-            try:
-                import pyarrow.parquet
-            except ImportError as exc:
-                raise CancelwireError(
-                    f"{path}: writing Parquet needs pyarrow", "pip install 'cancelwire[parquet]', or use .csv"
-                ) from exc
-            self._pq = pyarrow.parquet
+            from .arrow import pyarrow_module, schema
+
+            pyarrow_module("--exchanges")  # a clear error naming the extra when pyarrow is missing
+            self._schema = schema("exchanges", COLUMNS)  # fixed: never inferred chunk by chunk
         try:
             path.write_bytes(b"")
         except OSError as exc:
@@ -153,12 +151,12 @@ class ExchangeWriter:
         if self.path.suffix == ".csv":
             spreadsheet_safe(data).to_csv(self.path, mode="a", header=self.written == 0, index=False)
         else:
-            import pyarrow as pa
+            from .arrow import pyarrow_module, table_of
 
-            table = pa.Table.from_pandas(data, preserve_index=False)
             if self._parquet is None:
-                self._parquet = self._pq.ParquetWriter(str(self.path), table.schema)
-            self._parquet.write_table(table)
+                writer = pyarrow_module(str(self.path)).parquet.ParquetWriter
+                self._parquet = writer(str(self.path), self._schema)
+            self._parquet.write_table(table_of(data, self._schema))
         self.written += len(data)
 
     def close(self) -> None:
