@@ -183,6 +183,12 @@ def _audit_parser(a: argparse.ArgumentParser) -> None:
         metavar="N",
         help="audit inputs in N worker processes (default: one per core from 8 inputs on, else 1)",
     )
+    a.add_argument(
+        "--dataset",
+        type=Path,
+        metavar="DIR",
+        help="append findings, cancellations and exchanges to Parquet datasets under DIR (see README)",
+    )
     a.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     a.add_argument("--config", type=Path, metavar="FILE", help="settings file to use instead of the one found")
     a.add_argument("--isolated", action="store_true", help="use no settings file")

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from . import __version__, baseline, catalog, inert
 from .arguments import audit_options, build_parser, settings_of
+from .dataset import DatasetWriter
 from .errors import CancelwireError, OutputError
 from .fleet import Fleet
 from .formats import OutputSpecError, plan, write
@@ -147,14 +148,16 @@ def _audit(args: argparse.Namespace) -> int:
     gates = parse_gates({**settings.gates, **dict(map(gate_option, args.gate))}, "--gate")
     known = baseline.read(args.baseline) if args.baseline else None
     files: dict[str, AtomicOutput] = {}
-    table = None
+    table = dataset = None
     try:
         for option, path in targets:
             if option != "--exchanges":
                 files[option] = AtomicOutput(path, option)
         table = AtomicOutput(args.exchanges, "--exchanges") if args.exchanges else None
+        dataset = DatasetWriter(args.dataset) if args.dataset else None
         with _progress(args) as progress:
-            result = _audit_with_table(args.paths, options, table, Fleet(args.jobs, progress))
+            also = dataset.add_exchange if dataset else None
+            result = _audit_with_table(args.paths, options, table, Fleet(args.jobs, progress), also)
         try:
             triage = Triage(
                 result,
@@ -167,13 +170,15 @@ def _audit(args: argparse.Namespace) -> int:
                 _write_report(triage, report.format, files.get(report.option))
             written = _write_baseline(triage, files.get("--write-baseline"))
             status = triage.exit_status()
+            if dataset is not None:
+                dataset.finish(result)
         finally:
             result.close()
-        for out in (table, *files.values()):
+        for out in (table, *files.values(), dataset):
             if out is not None:
                 out.commit()
     finally:
-        for out in (*files.values(), table):
+        for out in (*files.values(), table, dataset):
             if out is not None:
                 out.discard()
     if not result.readable:
@@ -223,16 +228,25 @@ def _stale(path: Path, stale: list[dict[str, Any]]) -> None:
         _say(f"  ... and {len(stale) - STALE_SHOWN} more (the SARIF report lists every one)")
 
 
-def _audit_with_table(paths: list[str], options: AuditOptions, table: AtomicOutput | None, fleet: Fleet) -> AuditResult:
-    """The audit, with every exchange written to TABLE; a failed write stops it (exit 2, no half file)."""
+def _audit_with_table(
+    paths: list[str],
+    options: AuditOptions,
+    table: AtomicOutput | None,
+    fleet: Fleet,
+    also: Callable[[dict[str, Any]], None] | None = None,
+) -> AuditResult:
+    """The audit, with every exchange written to TABLE (and given to ALSO); a failed write stops it
+    (exit 2, no half file)."""
     if table is None:
-        return audit(paths, options, on_input_error=_error, fleet=fleet)
+        return audit(paths, options, on_row=also, on_input_error=_error, fleet=fleet)
     from .tables import ExchangeWriter
 
     writer = _writes(table, lambda: ExchangeWriter(table.writing))
 
     def add(row: dict[str, Any]) -> None:
         _writes(table, lambda: writer.add(row))
+        if also is not None:
+            also(row)
 
     try:
         result = audit(paths, options, on_row=add, on_input_error=_error, fleet=fleet)
