@@ -49,14 +49,15 @@ def audit(
     verifying_reads: Mapping[str, Iterable[str]] | None = None,
     exchanges: bool = True,
     jobs: int | None = 1,
+    dask: str | None = None,
 ) -> AuditResult:
     """Audit recordings (files, folders, `.gz`) and return the result.
 
     Options mean what the `cancelwire audit` flags of the same name mean. `ignore` maps rule ids or
     slugs to the reason they are off (a plain list gets "ignored by the caller"). `exchanges=False`
     skips keeping the exchange table (`result.to_dataframe("exchanges")` then raises). `jobs`
-    audits inputs in that many worker processes (None: one per core when there are many inputs); the
-    result is the same. An unreadable
+    audits inputs in that many worker processes (None: one per core when there are many inputs), and `dask`
+    on the Dask scheduler at that address (`cancelwire[dask]`); the result is the same. An unreadable
     input is reported in `result.inputs` and the others are still audited. Call `result.close()` (or
     use the result as a context manager) to remove its spooled parts from disk.
     """
@@ -86,7 +87,7 @@ def audit(
         names,
         options,
         on_row=rows.append if rows is not None else None,
-        fleet=Fleet(None if jobs is None else _checked("jobs", jobs, count_of)),
+        fleet=Fleet(None if jobs is None else _checked("jobs", jobs, count_of), dask),
     )
     return replace(result, exchanges=rows)
 

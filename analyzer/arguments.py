@@ -189,6 +189,7 @@ def _audit_parser(a: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="append findings, cancellations and exchanges to Parquet datasets under DIR (see README)",
     )
+    a.add_argument("--dask", metavar="ADDRESS", help="audit inputs as tasks on this Dask scheduler (cancelwire[dask])")
     a.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     a.add_argument("--config", type=Path, metavar="FILE", help="settings file to use instead of the one found")
     a.add_argument("--isolated", action="store_true", help="use no settings file")

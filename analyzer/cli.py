@@ -157,7 +157,7 @@ def _audit(args: argparse.Namespace) -> int:
         dataset = DatasetWriter(args.dataset) if args.dataset else None
         with _progress(args) as progress:
             also = dataset.add_exchange if dataset else None
-            result = _audit_with_table(args.paths, options, table, Fleet(args.jobs, progress), also)
+            result = _audit_with_table(args.paths, options, table, Fleet(args.jobs, args.dask, progress), also)
         try:
             triage = Triage(
                 result,

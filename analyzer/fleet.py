@@ -11,6 +11,7 @@ sends each input's bytes (and its TLS key log) with its task: workers need no ac
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
 import signal
@@ -73,11 +74,20 @@ class Fleet:
     """How to run the per-input audits: `jobs` local workers (None: `default_jobs`), or on Dask."""
 
     jobs: int | None = None
+    dask: str | None = None
+    """A Dask scheduler address (`tcp://host:8786`): the inputs are audited there (jobs is then unused)."""
     progress: Progress | None = None
 
     def run(self, paths: list[str], rules: Sequence[Rule], options: AuditOptions, into: Merged) -> None:
         context = Context(tuple(rules), options, into.on_row is not None)
         items = list(_items(sources(paths), context))
+        if self.dask is not None:
+            from .cluster import dask_submitter
+
+            prepare = functools.partial(with_bytes, options=options)
+            with dask_submitter(self.dask, context, run_work, prepare) as (submit, width):
+                _merge(submit, items, context, into, self.progress, width=width)
+            return
         jobs = min(self.jobs, len(items)) if self.jobs is not None else default_jobs(len(items))
         if jobs <= 1:
             _merge(None, items, context, into, self.progress, width=1)

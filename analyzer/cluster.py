@@ -1,0 +1,59 @@
+"""`--dask ADDRESS`: the per-input audits as tasks on an existing Dask distributed cluster.
+
+Dask schedules them; this module only connects, sends the rules and options once (scattered to every
+worker), and submits one task per input with the input's bytes (workers need no access to this
+machine's files). `fleet._merge` merges the partials in input order as they come back, so the result
+is the one `--jobs` and a single process give. distributed is the optional extra `cancelwire[dask]`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from concurrent import futures
+from typing import TYPE_CHECKING, Any
+
+from .errors import CancelwireError
+
+if TYPE_CHECKING:
+    from .fleet import Context, Submit, Work
+    from .partial import Partial
+
+#: Seconds to reach the scheduler before giving up with a clear error.
+CONNECT_TIMEOUT = 30
+
+
+def _client(address: str) -> Any:
+    try:
+        from distributed import Client
+    except ImportError:
+        raise CancelwireError(
+            "--dask needs Dask distributed, which is not installed", "pip install 'cancelwire[dask]'"
+        ) from None
+    try:
+        return Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)  # type: ignore[no-untyped-call]
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise CancelwireError(
+            f"--dask {address}: cannot reach the Dask scheduler: {exc}",
+            "start one (`dask scheduler`, with `dask worker ADDRESS` on each machine) or check the address",
+        ) from None
+
+
+@contextlib.contextmanager
+def dask_submitter(
+    address: str, context: Context, task: Callable[[Work, Context], Partial], prepare: Callable[[Work], Work]
+) -> Iterator[tuple[Submit, int]]:
+    """A submit function for `fleet._merge` that runs TASK on PREPARE(work) (its bytes added) on the
+    cluster, and how many tasks the cluster runs at once."""
+    client = _client(address)
+    try:
+        executor = client.get_executor()
+        shared = client.scatter(context, broadcast=True)
+        width = max(1, sum(client.nthreads().values()))
+
+        def submit(work: Any) -> futures.Future[Any]:
+            return executor.submit(task, prepare(work), shared)  # type: ignore[no-any-return]
+
+        yield submit, width
+    finally:
+        client.close()
