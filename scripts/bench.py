@@ -5,6 +5,7 @@
     .venv/bin/python scripts/bench.py pcap [--packets 200000]
     .venv/bin/python scripts/bench.py all
     .venv/bin/python scripts/bench.py profile [--size-gb 0.1] [--top 30]
+    .venv/bin/python scripts/bench.py fleet [--recordings 1000] [--repeat 3]     (see bench_fleet.py)
 
 Not a test: it prints numbers. Generated inputs are cached under bench-data/ (git-ignored), keyed by
 size, so only the first run pays for them. Every measured command runs in a fresh subprocess; its peak
@@ -954,9 +955,37 @@ def bench_pcap(packets: int, timeout: float | None) -> None:
 # ---------------------------------------------------------------------------------------------- main
 
 
+def bench_fleet(count: int, timeout: float | None, repeat: int) -> None:
+    import bench_fleet
+
+    folder = bench_fleet.ensure(DATA / f"fleet-{count}", count)
+    size = sum(p.stat().st_size for p in folder.glob("*.jsonl"))
+    print(f"fleet  {count} recordings of {bench_fleet.OPS} tools/call each, {size / MB:.1f} MB in all ({folder})")
+    best: dict[str, Run] = {}
+    for n in range(repeat):
+        runs = []
+        for jobs in ("1", "2"):
+            argv = [PY, "-m", "cancelwire", "audit", str(folder), "--format", "json", "-o", "/dev/null"]
+            run = measure(f"--jobs {jobs}", [*argv, "--fail-on", "never", "--jobs", jobs], timeout=timeout)
+            runs.append(run)
+            if run.label not in best or run.wall < best[run.label].wall:
+                best[run.label] = run
+        one, two = runs
+        print(
+            f"  run {n + 1}/{repeat}: --jobs 1 {one.wall:6.2f} s (CPU {one.cpu:6.2f} s), --jobs 2 {two.wall:6.2f} s "
+            f"(CPU {two.cpu:6.2f} s): {one.wall / two.wall:.2f}x"
+        )
+    one, two = best["--jobs 1"], best["--jobs 2"]
+    print(
+        f"  fastest: --jobs 1 {one.wall:.2f} s, --jobs 2 {two.wall:.2f} s: {one.wall / two.wall:.2f}x (target >= 1.7x)"
+    )
+    bench_fleet.dask_overhead(folder, count)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("case", choices=["stdio", "pcap", "all", "profile", "_pcap-server"])
+    parser.add_argument("case", choices=["stdio", "pcap", "all", "profile", "fleet", "_pcap-server"])
+    parser.add_argument("--recordings", type=int, default=1000, help="fleet: small recordings (default 1000)")
     parser.add_argument("port", nargs="?", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--size-gb", type=float, default=1.0, help="stdio transcript size (default 1.0)")
     parser.add_argument("--scaling", action="store_true", help="stdio: also run the memory-scaling sizes")
@@ -986,6 +1015,8 @@ def main(argv: list[str] | None = None) -> int:
             bench_scaling(sizes, args.timeout, {args.size_gb: ours})
     if args.case in ("pcap", "all"):
         bench_pcap(args.packets, args.timeout)
+    if args.case == "fleet":
+        bench_fleet(args.recordings, args.timeout, max(1, args.repeat))
     return 0
 
 
