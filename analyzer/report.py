@@ -179,6 +179,9 @@ class _Listed(Generic[T]):
         self.items, self.convert, self.key, self.counts, self.per_key = items, convert, key, counts, per_key
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
+        if self.per_key is None:  # everything the spool holds, whatever the counts say
+            yield from map(self.convert, self.items)
+            return
         shown: Counter[str] = Counter()
         left = len(self)
         for item in self.items:
@@ -186,7 +189,7 @@ class _Listed(Generic[T]):
                 break  # every key has shown all it may: the rest of the spool need not be read
             key = self.key(item)
             shown[key] += 1
-            if self.per_key is None or shown[key] <= self.per_key:
+            if shown[key] <= self.per_key:
                 left -= 1
                 yield self.convert(item)
 
