@@ -35,6 +35,8 @@ T = TypeVar("T")
 
 def _finalizer(make_inert: Callable[[str], str]) -> Callable[[Any], Any]:
     def finalize(value: Any) -> Any:
+        if type(value) is str:  # the usual case, tested first (a plain str, not Markup)
+            return make_inert(value)
         # bool is an int; Markup is the template's own markup (`| safe`, or a `{% set %}` block in HTML)
         if isinstance(value, int | float | Markup):
             return value
