@@ -79,7 +79,7 @@ def cancellations_frame(calls: Iterable[CancelledCall]) -> pd.DataFrame:
 
 
 def exchanges_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    return _frame(rows, tables.COLUMNS)
+    return tables.frame(list(rows))
 
 
 def _frame(rows: Iterable[dict[str, Any]], columns: dict[str, str]) -> pd.DataFrame:
