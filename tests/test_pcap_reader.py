@@ -790,7 +790,7 @@ def scenario_request_then_fin(port: int) -> None:
         s.sendall(body)
         s.shutdown(socket.SHUT_WR)
         recv_until(s, b"{}}")
-    thread.join(5)
+    thread.join()
 
 
 def test_a_fin_captured_before_the_last_data_segment_keeps_the_request(tmp_path: Path) -> None:
