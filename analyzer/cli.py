@@ -28,7 +28,7 @@ from .arguments import audit_options, build_parser, settings_of
 from .dataset import DatasetWriter
 from .errors import CancelwireError, OutputError
 from .fleet import Fleet
-from .formats import OutputSpecError, plan, write
+from .formats import Output, OutputSpecError, plan, write
 from .gates import Triage
 from .model import Level, Severity
 from .outputs import AtomicOutput, refuse_inputs
@@ -140,9 +140,7 @@ def _audit(args: argparse.Namespace) -> int:
         reports = plan(args.format, args.output, args.report)
     except OutputSpecError as exc:
         raise CancelwireError(str(exc)) from None
-    targets = [(o.option, Path(o.path)) for o in reports if o.path != "-"]
-    targets += [("--exchanges", args.exchanges)] if args.exchanges else []
-    targets += [("--write-baseline", args.write_baseline)] if args.write_baseline else []
+    targets = _output_targets(args, reports)
     refuse_inputs(targets, [*args.paths, *([args.keylog] if args.keylog else [])])
     # checked before the audit, so a typo does not cost a long run
     gates = parse_gates({**settings.gates, **dict(map(gate_option, args.gate))}, "--gate")
@@ -166,12 +164,8 @@ def _audit(args: argparse.Namespace) -> int:
                 suppressions=settings.suppress,
                 baseline=known,
             )
-            for report in reports:
-                _write_report(triage, report.format, files.get(report.option))
-            written = _write_baseline(triage, files.get("--write-baseline"))
+            written = _write_outputs(triage, reports, files, dataset)
             status = triage.exit_status()
-            if dataset is not None:
-                dataset.finish(result)
         finally:
             result.close()
         for out in (table, *files.values(), dataset):
@@ -188,6 +182,28 @@ def _audit(args: argparse.Namespace) -> int:
     if args.baseline:
         _stale(args.baseline, triage.tally().stale)
     return status
+
+
+def _output_targets(args: argparse.Namespace, reports: list[Output]) -> list[tuple[str, Path]]:
+    """Every file the run will write, with the option that names it (checked against the inputs first)."""
+    targets = [(o.option, Path(o.path)) for o in reports if o.path != "-"]
+    if args.exchanges:
+        targets.append(("--exchanges", args.exchanges))
+    if args.write_baseline:
+        targets.append(("--write-baseline", args.write_baseline))
+    return targets
+
+
+def _write_outputs(
+    triage: Triage, reports: list[Output], files: dict[str, AtomicOutput], dataset: DatasetWriter | None
+) -> int | None:
+    """Every report, the baseline and the dataset's findings; the number of issues the baseline got."""
+    for report in reports:
+        _write_report(triage, report.format, files.get(report.option))
+    written = _write_baseline(triage, files.get("--write-baseline"))
+    if dataset is not None:
+        dataset.finish(triage.result)
+    return written
 
 
 @contextlib.contextmanager
