@@ -29,6 +29,8 @@ from .policy import Suppression, parse_gates, parse_suppressions
 
 #: Settings files are small; a pyproject.toml with a long tool table still fits.
 SETTINGS_LIMIT = 1 << 20
+#: The largest count a setting takes (more open requests than this is no limit at all).
+MAX_COUNT = 2**31 - 1
 KEYS = ("race-window", "hold", "max-open", "verifying-reads", "disabled", "gates", "suppress")
 
 
@@ -36,9 +38,13 @@ def seconds_of(value: object) -> float:
     """A duration: a finite number of seconds, at least 0 (the settings file and the command line)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"must be a number of seconds, not {shown(value)}")
-    if not math.isfinite(value) or value < 0:
+    try:
+        seconds = float(value)  # an integer of hundreds of digits has no float
+    except OverflowError:
+        seconds = math.inf
+    if not math.isfinite(seconds) or seconds < 0:
         raise ValueError(f"must be a finite number of seconds >= 0, not {shown(value)}")
-    return float(value)
+    return seconds
 
 
 def count_of(value: object) -> int:
@@ -47,6 +53,8 @@ def count_of(value: object) -> int:
         raise ValueError(f"must be a whole number, not {shown(value)}")
     if value < 1:
         raise ValueError(f"must be at least 1, not {shown(value)}")
+    if value > MAX_COUNT:
+        raise ValueError(f"must be at most {MAX_COUNT}, not {shown(value)}")
     return value
 
 

@@ -53,11 +53,9 @@ def fuzz_settings(examples: int, *, slow_data: bool = False) -> settings:
 PENDING: dict[str, str] = {
     "frame-unclosed-capture": "H1 pcap: `frame` on a capture cut short leaves pyshark's FileCapture open; its "
     "__del__ prints 'Exception ignored ... TSharkCrashException' with a traceback at exit",
-    "settings-huge-number": "H4 config: a 400-digit race-window, hold or max-open (file or command line) "
-    "raises OverflowError (math.isfinite / float of a huge int): exit 3",
 }
 """Failure classes whose fix has not landed on main: the fuzzers leave these inputs out (and say so) until
-it does; their reproducers wait in tests/corpus/pending/ (see /work/notes/fuzz-findings.md)."""
+it does; their reproducers wait in tests/corpus/pending/ (its README says what each is)."""
 
 
 # ---------------------------------------------------------------------------------------------- samples

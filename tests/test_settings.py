@@ -69,6 +69,12 @@ def test_huge_file_and_huge_number_and_bad_encoding(tmp_path: Path) -> None:
     assert digits.startswith("FILE: not valid TOML: Exceeds the limit (4300 digits) for integer string conversion")
     huge = settings_error(tmp_path, "max-open = -" + "9" * 30)
     assert huge == "FILE: max-open: must be at least 1, not a number of 100 bits"
+    assert settings_error(tmp_path, "max-open = " + "9" * 400) == (
+        f"FILE: max-open: must be at most {2**31 - 1}, not a number of 1329 bits"
+    )
+    assert settings_error(tmp_path, "hold = " + "9" * 400) == (
+        "FILE: hold: must be a finite number of seconds >= 0, not a number of 1329 bits"
+    )
     assert settings_error(tmp_path, b"race-window = 0.1 # \xff") == "FILE: the settings file is not UTF-8 (byte 20)"
 
 

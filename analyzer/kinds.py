@@ -1,0 +1,149 @@
+"""The closed sets of the data model (`StrEnum`s): directions, sides, vantages, severities, outcomes,
+message and entry kinds. `model` holds the records built from them and re-exports these, so every stage
+imports both from `model`."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Direction(StrEnum):
+    C2S = "c2s"
+    S2C = "s2c"
+    NONE = "none"
+
+
+class Side(StrEnum):
+    CLIENT = "client"
+    SERVER = "server"
+
+    @property
+    def other(self) -> Side:
+        return Side.SERVER if self is Side.CLIENT else Side.CLIENT
+
+
+class Vantage(StrEnum):
+    """Where the recording was made; decides what ordering the recording can prove."""
+
+    CLIENT = "client"
+    SERVER = "server"
+    PROXY = "proxy"
+    WIRE = "wire"
+    UNKNOWN = "unknown"
+
+
+class Transport(StrEnum):
+    STDIO = "stdio"
+    STREAMABLE_HTTP = "streamable-http"
+    HTTP_SSE = "http-sse"
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return {"error": 3, "warning": 2, "info": 1}[self.value]
+
+
+class Level(StrEnum):
+    MUST = "MUST"
+    SHOULD = "SHOULD"
+    MAY = "MAY"
+
+
+class Certainty(StrEnum):
+    EXACT = "exact"
+    INFERRED = "inferred"
+
+
+class Outcome(StrEnum):
+    CLEAN = "clean"
+    LATE_RESULT_DISCARDED = "late-result-discarded"
+    LATE_RESULT_VIOLATION = "late-result-violation"
+    OUTCOME_UNVERIFIED = "outcome-unverified"
+    VERIFIED_BY_READ = "verified-by-read"
+
+
+class MessageKind(StrEnum):
+    REQUEST = "request"
+    NOTIFICATION = "notification"
+    RESULT = "result"
+    ERROR = "error"
+
+
+class TransportKind(StrEnum):
+    """Transport facts a capture (or a process recorder) can see, per HTTP exchange or process."""
+
+    STREAM_OPENED = "stream-opened"
+    CLOSED_BY_CLIENT = "closed-by-client"
+    CLOSED_BY_SERVER = "closed-by-server"
+    RESET_BY_CLIENT = "reset-by-client"
+    RESET_BY_SERVER = "reset-by-server"
+    RECEIVE_WINDOW_ZERO = "receive-window-zero"
+    SERVER_BYTES = "server-bytes"
+    PROCESS_EXITED = "process-exited"
+    RECORDING_ENDED = "recording-ended"
+
+
+class CancelMechanism(StrEnum):
+    NOTIFICATION = "notification"
+    DISCONNECT = "disconnect"
+
+
+class RevisionBasis(StrEnum):
+    """How the revision in force was established."""
+
+    NEGOTIATED = "negotiated"
+    """From the initialize result's `protocolVersion`."""
+    DECLARED = "declared"
+    """Declared by the recording (transcript header) or the request (`_meta`, version header)."""
+    OVERRIDDEN = "overridden"
+    """`--protocol` on the command line."""
+    ASSUMED = "assumed"
+    """Nothing said: no revision-specific rule applies."""
+
+
+class ToolEffect(StrEnum):
+    """What a tool may do, from its `tools/list` annotations (hints are the server's claim)."""
+
+    READ_ONLY = "read-only"
+    """`readOnlyHint: true`."""
+    SIDE_EFFECTING = "side-effecting"
+    """Annotated, but not read-only."""
+    UNKNOWN = "unknown"
+    """No annotations (or a tool `tools/list` never named): possibly destructive."""
+    NONE = "none"
+    """Not a tool call."""
+
+
+class EntryKind(StrEnum):
+    """What a timeline entry is; the vocabulary of rule selectors (`event = ...`)."""
+
+    REQUEST = "request"
+    PROGRESS = "progress"
+    RELATED_MESSAGE = "related-message"
+    """A message tied to the request other than progress or its reply (a log, a server request)."""
+    RESULT = "result"
+    ERROR_RESULT = "error-result"
+    CANCEL = "cancel"
+    STREAM_OPENED = "stream-opened"
+    STREAM_CLOSED_BY_CLIENT = "stream-closed-by-client"
+    STREAM_CLOSED_BY_SERVER = "stream-closed-by-server"
+    STREAM_RESET_BY_CLIENT = "stream-reset-by-client"
+    STREAM_RESET_BY_SERVER = "stream-reset-by-server"
+    RECEIVE_WINDOW_ZERO = "receive-window-zero"
+    SERVER_BYTES = "server-bytes"
+    RECORDING_ENDED = "recording-ended"
+
+
+class Relation(StrEnum):
+    """Where an entry stands relative to the cancel, decided once in reconstruction."""
+
+    BEFORE = "before"
+    CROSSING = "crossing"
+    """It may have left before the cancel reached its receiver (a race)."""
+    AFTER = "after"
+    """It left after the cancel reached its receiver."""
