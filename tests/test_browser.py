@@ -1,0 +1,256 @@
+"""The HTML report in a real browser: Debian's headless Chromium, driven by Selenium (scripts/chromium.py).
+
+Each report is rendered by cancelwire and opened from file://, as a person opens an attached report. The
+browser must log no console error and no Content-Security-Policy violation; recorded hostile text must
+stay text with scripts on and off; the page must be complete with JavaScript off. Screenshots of each page
+are saved under tests/artifacts/browser/ (or $CANCELWIRE_ARTIFACTS/browser/) for a person to look at.
+
+Chromium missing or not starting is a failure naming the fix (`scripts/install --test` installs it), not a
+skip: CI installs it, and a skipped browser suite would pass without checking anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cancelwire import inert
+from cancelwire.pipeline import audit
+from cancelwire.report import render
+from transcripts import Line, write_transcript
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from chromium import Browser, BrowserError, browser  # noqa: E402
+
+ARTIFACTS = Path(os.environ.get("CANCELWIRE_ARTIFACTS") or ROOT / "tests" / "artifacts") / "browser"
+SAMPLES = sorted(
+    p.relative_to(ROOT)
+    for p in (ROOT / "sample_captures").rglob("*")
+    if p.is_file()
+    and p.suffix in (".jsonl", ".pcapng", ".pcap", ".log", ".gz")
+    and not p.name.endswith((".server.jsonl", ".client.jsonl"))
+)
+
+# Hostile text a recording can hold, each aimed at a different way into a page: a script element, an
+# event handler on an injected element, an SVG with onload (the diagram is SVG), breaking out of a
+# title/text/table context into new markup, breaking out of an attribute value, and terminal controls
+# with a bidi override (shown escaped in every format).
+SCRIPT = '<script>document.title="pwned"</script>'
+IMG = "<img src=x onerror=\"document.title='pwned'\">"
+SVG = '<svg onload="document.title=\'pwned\'"><circle r="9"/></svg>'
+BREAKOUT = '</title></text></svg></td></tr></table><b id="injected">bold</b>'
+ATTRIBUTE = '" onmouseover="document.title=\'pwned\'" data-injected="'
+CONTROLS = "evil\u202e\x1b[2J"
+# What got through if any of them acted: a title a script set, event handlers or the attribute breakout's
+# marker, elements that load or draw, scripts that are not the page's own.
+INJECTED = """return {
+  pwned: document.title.includes("pwned"),
+  handlers: [...document.querySelectorAll("*")].flatMap(
+    (el) => [...el.attributes].filter((a) => a.name.startsWith("on") || a.name === "data-injected")
+      .map((a) => el.tagName + " " + a.name)),
+  elements: [...document.querySelectorAll("img, iframe, object, embed, #injected, circle[r='9']")]
+    .map((el) => el.outerHTML),
+  scripts: [...document.scripts].filter((s) => s.src || s.textContent.includes("pwned")).map((s) => s.outerHTML),
+}"""
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Browser]:
+    try:
+        with browser(ARTIFACTS) as started:
+            yield started
+    except BrowserError as error:
+        pytest.fail(str(error), pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def readme_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The README's first command, `cancelwire audit sample_captures/`, as HTML (exit 1: it has findings)."""
+    out = tmp_path_factory.mktemp("readme") / "sample_captures.html"
+    proc = subprocess.run(
+        [sys.executable, "-m", "cancelwire", "audit", "sample_captures/", "--format", "html", "-o", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 1, proc.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def readme_json() -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "cancelwire", "audit", "sample_captures/", "--format", "json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 1, proc.stderr
+    report: dict[str, Any] = json.loads(proc.stdout)
+    return report
+
+
+def _hostile_recording(folder: Path) -> Path:
+    """Two cancelled calls whose id, tool, method, progress, reasons, results and errors are hostile, and a
+    stray stdout line that is all markup (CW301 quotes it)."""
+    client = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": SCRIPT, "version": "0"}}
+    server = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": CONTROLS + IMG}}
+    call = {"name": IMG, "arguments": {"text": ATTRIBUTE}, "_meta": {"progressToken": "p1"}}
+    progress = {"progressToken": "p1", "progress": 1, "message": SVG}
+    lines: list[Line] = [
+        (1.0, "c2s", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": client}),
+        (1.1, "s2c", {"jsonrpc": "2.0", "id": 0, "result": server}),
+        (1.2, "c2s", {"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        (2.0, "c2s", {"jsonrpc": "2.0", "id": SCRIPT, "method": "tools/call", "params": call}),
+        (2.1, "s2c", {"jsonrpc": "2.0", "method": "notifications/progress", "params": progress}),
+        (2.2, "c2s", {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": SCRIPT}}),
+        (2.5, "s2c", {"jsonrpc": "2.0", "method": "notifications/progress", "params": progress}),
+        (2.9, "s2c", {"jsonrpc": "2.0", "id": SCRIPT, "result": {"content": [{"type": "text", "text": BREAKOUT}]}}),
+        (3.0, "c2s", {"jsonrpc": "2.0", "id": 7, "method": BREAKOUT, "params": {}}),
+        (
+            3.1,
+            "c2s",
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7, "reason": ATTRIBUTE}},
+        ),
+        (3.4, "s2c", {"jsonrpc": "2.0", "id": 7, "error": {"code": -32000, "message": SVG, "data": IMG}}),
+    ]
+    path = write_transcript(folder / "hostile.jsonl", lines)
+    stray = json.dumps({"ts": 3.5, "dir": "s2c", "line": f"{SCRIPT} {IMG}"})
+    path.write_text(path.read_text() + stray + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def hostile_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("hostile")
+    out = folder / "hostile.html"
+    out.write_text(render(audit([str(_hostile_recording(folder))]), "html"))
+    return out
+
+
+def _shot(chromium: Browser, name: str, *, full_page: bool = False) -> None:
+    chromium.screenshot(ARTIFACTS / f"{name}.png", full_page=full_page)
+
+
+def _text(chromium: Browser) -> str:
+    """What a person can read: the rendered text (nothing hidden by CSS or a closed element)."""
+    text: str = chromium.js("return document.body.innerText")
+    return text
+
+
+# --- the harness sees what it must ------------------------------------------------------------------
+
+
+def test_the_harness_sees_console_errors_exceptions_and_csp_violations(chromium: Browser, tmp_path: Path) -> None:
+    """Without this, a harness that collects nothing would pass every test below."""
+    loud = tmp_path / "loud.html"
+    loud.write_text("<!DOCTYPE html><title>t</title><script>console.error('boom'); undefined_name();</script>")
+    chromium.open(loud)
+    assert [(p.source, "boom" in p.message or "undefined_name" in p.message) for p in chromium.problems()] == [
+        ("console-api", True),
+        ("javascript", True),
+    ]
+    strict = tmp_path / "strict.html"
+    strict.write_text(
+        "<!DOCTYPE html><meta http-equiv='Content-Security-Policy' content=\"default-src 'none'\">"
+        "<title>t</title><style>p { color: red }</style><p>x</p>"
+    )
+    for javascript in (True, False):
+        chromium.open(strict, javascript=javascript)
+        seen = {(p.source, "style" in p.message) for p in chromium.problems()}
+        assert ("security", True) in seen
+        assert (("securitypolicyviolation", True) in seen) is javascript  # the listener is a script
+
+
+def test_the_hostile_check_catches_markup_that_got_through(chromium: Browser, tmp_path: Path) -> None:
+    """The same payloads pasted unescaped into a page without a policy are caught by INJECTED."""
+    page = tmp_path / "unescaped.html"
+    page.write_text(f"<!DOCTYPE html><title>t</title><table><tr><td>{SCRIPT}{IMG}{SVG}{BREAKOUT}</td></tr></table>")
+    chromium.open(page)
+    found = chromium.js(INJECTED)
+    chromium.problems()
+    assert found["pwned"]
+    assert found["scripts"] == [SCRIPT]
+    assert [h.split()[1] for h in found["handlers"]] == ["onerror", "onload"]
+    assert len(found["elements"]) == 3  # the img, the circle, the b#injected
+
+
+# --- clean in the browser ------------------------------------------------------------------------------
+
+
+def test_readme_report_logs_no_error_and_no_csp_violation(chromium: Browser, readme_report: Path) -> None:
+    chromium.open(readme_report)
+    problems = chromium.problems()
+    _shot(chromium, "sample_captures-first-screen")
+    _shot(chromium, "sample_captures-full-page", full_page=True)
+    assert problems == []
+    assert chromium.js("return document.readyState") == "complete"
+    # Nothing came from anywhere but the file itself (the policy would refuse it, and say so above).
+    assert chromium.js("return performance.getEntriesByType('resource').length") == 0
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=str)
+def test_each_sample_report_logs_no_error_and_no_csp_violation(
+    chromium: Browser, sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    page = tmp_path / (sample.name + ".html")
+    page.write_text(render(audit([str(sample)]), "html"))
+    chromium.open(page)
+    problems = chromium.problems()
+    _shot(chromium, sample.name)
+    assert problems == []
+
+
+# --- hostile text stays text ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["js-on", "js-off"])
+def test_hostile_payloads_render_as_text(chromium: Browser, hostile_report: Path, javascript: bool) -> None:
+    chromium.open(hostile_report, javascript=javascript)
+    problems = chromium.problems()
+    _shot(chromium, f"hostile-{'js-on' if javascript else 'js-off'}", full_page=True)
+    assert chromium.js(INJECTED) == {"pwned": False, "handlers": [], "elements": [], "scripts": []}
+    text = _text(chromium)
+    # The id, the tool name and the method are shown as the very text that was recorded.
+    for payload in (SCRIPT, IMG, BREAKOUT):
+        assert payload in text
+    # Controls and the bidi override are shown escaped, as in the text report; none reaches the page raw.
+    assert inert.terminal(CONTROLS) in text
+    assert re.search(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e]", text) is None
+    assert problems == []
+
+
+# --- complete without JavaScript -----------------------------------------------------------------------
+
+
+def test_readme_report_is_readable_with_javascript_off(
+    chromium: Browser, readme_report: Path, readme_json: dict[str, Any]
+) -> None:
+    chromium.open(readme_report, javascript=False)
+    assert chromium.js("return document.readyState") == "complete"
+    problems = chromium.problems()
+    _shot(chromium, "sample_captures-js-off-first-screen")
+    text = _text(chromium)
+    counts = readme_json["summary"]["by_severity"]
+    assert counts == {"error": 9, "warning": 6, "info": 4}  # the samples' verdict, as the README's audit gives it
+    for severity, count in counts.items():
+        assert re.search(rf"\b{count}\s+{severity}", text), severity
+    # Every finding and every cancelled call of the audit is on the page, readable.
+    for finding in readme_json["findings"]:
+        assert finding["rule_id"] in text
+        assert inert.terminal(finding["message"]) in text
+    for call in readme_json["cancellations"]:
+        assert inert.terminal(call["explanation"]) in text
+    assert problems == []
