@@ -100,6 +100,13 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("number", type=_ranged(1, MAX_FRAME, "a frame number"), metavar="N")
     _debug(f, argparse.SUPPRESS)
 
+    d = sub.add_parser("diagram", help="draw one request's sequence diagram from recordings or a JSON report")
+    d.add_argument("paths", nargs="+", metavar="PATH", help="recordings, or one report of --format json")
+    d.add_argument("--request", required=True, metavar="ID", help="the request's id")
+    d.add_argument("--session", metavar="KEY", help="its session, when the id is in several")
+    d.add_argument("-o", "--output", type=Path, metavar="FILE.svg|FILE.html", help="default: SVG on stdout")
+    _debug(d, argparse.SUPPRESS)
+
     r = sub.add_parser("record", help="run a stdio MCP server and record its traffic as a transcript")
     r.add_argument("-o", "--output", type=Path, metavar="FILE", help="transcript path")
     r.add_argument("server", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS...")

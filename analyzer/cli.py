@@ -95,6 +95,8 @@ def _run(args: argparse.Namespace) -> int:
 
         sys.stdout.write(_inert_lines(f"{frame_details(args.capture, args.number)}"))
         return ExitStatus.PASSED
+    if args.command == "diagram":
+        return _diagram(args)
     return _record(args)
 
 
@@ -112,6 +114,21 @@ def _sigterm_unwinds(enabled: bool) -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _diagram(args: argparse.Namespace) -> int:
+    from . import drawing
+
+    found = drawing.find(args.paths, args.request, args.session)
+    page = args.output is not None and args.output.suffix in (".html", ".htm")
+    text = drawing.html_page(found) if page else drawing.svg_document(found)
+    if args.output is None:
+        sys.stdout.write(text)
+        return ExitStatus.PASSED
+    out = AtomicOutput(args.output, "--output")
+    _writes(out, lambda: out.writing.write_text(text, encoding="utf-8"))
+    out.commit()
+    return ExitStatus.PASSED
 
 
 def _say(line: str) -> None:

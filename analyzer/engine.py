@@ -159,6 +159,13 @@ class Engine:
     # -- timelines -----------------------------------------------------------------------------
 
     def on_timeline(self, timeline: RequestTimeline, cancelled: CancelledCall | None) -> Iterator[Finding]:
+        for finding, _ in self.judge(timeline, cancelled):
+            yield finding
+
+    def judge(
+        self, timeline: RequestTimeline, cancelled: CancelledCall | None
+    ) -> Iterator[tuple[Finding, list[TimelineEntry]]]:
+        """Each finding on `timeline` with the entries it is about (its hits; the anchor when it has none)."""
         kinds = frozenset({e.kind for e in timeline.entries})
         if timeline.cancel is not None:
             kinds |= {EntryKind.CANCEL}
@@ -176,7 +183,7 @@ class Engine:
             if level is None:
                 continue
             anchor, hits = matched
-            yield self._finding(rule, level, timeline, anchor, hits)
+            yield self._finding(rule, level, timeline, anchor, hits), hits or ([anchor] if anchor else [])
 
     def _match(
         self, rule: Rule, tl: RequestTimeline, cancelled: CancelledCall | None

@@ -47,6 +47,7 @@ __all__ = [
     "Event",
     "Finding",
     "Level",
+    "Mark",
     "Message",
     "MessageEvent",
     "MessageKind",
@@ -414,6 +415,24 @@ class Finding:
 
 
 @record
+class Mark:
+    """A finding about one entry of a cancelled call's timeline (its diagram marks the message with it)."""
+
+    seq: int
+    """The entry's `seq`."""
+    kind: EntryKind
+    """The entry's kind (a packet's bytes and the message they carried share a `seq`)."""
+    rule_id: str
+    """The rule's id, e.g. `CW101`."""
+    rule: str
+    """The rule's slug."""
+    severity: Severity
+    """The finding's severity."""
+    certainty: Certainty
+    """The finding's certainty."""
+
+
+@record
 class CancelledCall:
     """What became of one cancelled request, as far as the recording can tell."""
 
@@ -439,3 +458,7 @@ class CancelledCall:
     """The later read that could have checked the effect (`verified-by-read`)."""
     timeline: RequestTimeline | None = None
     """The request plus the entries around its cancel (bounded), for the report."""
+    left_out: tuple[int, int] = (0, 0)
+    """Messages of the request not kept in `timeline`, before and after the kept entries."""
+    marks: tuple[Mark, ...] = ()
+    """The findings on entries of `timeline`, in finding order (for its diagram)."""

@@ -7,15 +7,19 @@ findings, not outcomes. Silence is judged by what the call may have done (tool a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from .model import (
     CancelledCall,
     Certainty,
     EntryKind,
+    Finding,
+    Mark,
     Outcome,
     Relation,
     RequestTimeline,
+    TimelineEntry,
     ToolEffect,
 )
 
@@ -24,14 +28,17 @@ _REPLIES = (EntryKind.RESULT, EntryKind.ERROR_RESULT)
 TIMELINE_CONTEXT = 12
 
 
-def around_cancel(timeline: RequestTimeline) -> RequestTimeline:
-    """The request plus the entries around its cancel, so memory per cancelled call is bounded."""
+def around_cancel(timeline: RequestTimeline) -> tuple[RequestTimeline, tuple[int, int]]:
+    """The request plus the entries around its cancel, so memory per cancelled call is bounded, and how
+    many messages (counting each entry's repeats) were left out before and after them."""
     entries = timeline.entries
     if timeline.cancel is None or len(entries) <= TIMELINE_CONTEXT + 1:
-        return timeline
+        return timeline, (0, 0)
     at = next(i for i, e in enumerate(entries) if e.seq >= timeline.cancel.entry.seq)
     start = max(1, min(at - TIMELINE_CONTEXT // 2, len(entries) - TIMELINE_CONTEXT))
-    return replace(timeline, entries=(entries[0], *entries[start : start + TIMELINE_CONTEXT]))
+    end = start + TIMELINE_CONTEXT
+    left_out = (sum(e.repeats for e in entries[1:start]), sum(e.repeats for e in entries[end:]))
+    return replace(timeline, entries=(entries[0], *entries[start:end])), left_out
 
 
 def classify(timeline: RequestTimeline) -> CancelledCall | None:
@@ -69,6 +76,7 @@ def classify(timeline: RequestTimeline) -> CancelledCall | None:
         outcome = Outcome.OUTCOME_UNVERIFIED
         effect = "has no annotations" if timeline.tool_effect is ToolEffect.UNKNOWN else "may have side effects"
         why = f"no reply, {timeline.tool!r} {effect}, and no later read checked what it did"
+    kept, left_out = around_cancel(timeline)
     return CancelledCall(
         session_key=timeline.session_key,
         request_id=timeline.request_id,
@@ -80,5 +88,20 @@ def classify(timeline: RequestTimeline) -> CancelledCall | None:
         explanation=why,
         evidence=tuple(evidence),
         verified_by=verified_by,
-        timeline=around_cancel(timeline),
+        timeline=kept,
+        left_out=left_out,
     )
+
+
+def marked(call: CancelledCall, judged: Sequence[tuple[Finding, Sequence[TimelineEntry]]]) -> CancelledCall:
+    """`call` with the findings on the entries its (bounded) timeline kept, for its diagram."""
+    if not judged or call.timeline is None:
+        return call
+    kept = {(e.seq, e.kind) for e in call.timeline.entries}
+    marks = tuple(
+        Mark(seq=e.seq, kind=e.kind, rule_id=f.rule_id, rule=f.rule, severity=f.severity, certainty=f.certainty)
+        for f, entries in judged
+        for e in entries
+        if (e.seq, e.kind) in kept
+    )
+    return replace(call, marks=marks) if marks else call

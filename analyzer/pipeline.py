@@ -159,9 +159,11 @@ def audit_source(
             keys.append(item.key)
         else:
             cancelled = outcomes.classify(item)
+            judged = list(engine.judge(item, cancelled))
             if cancelled is not None:
+                cancelled = outcomes.marked(cancelled, judged)
                 into.cancelled(cancelled)
-            for finding in engine.on_timeline(item, cancelled):
+            for finding, _ in judged:
                 into.finding(finding)
             if on_exchange:
                 on_exchange(item, cancelled)

@@ -21,7 +21,7 @@ from typing import Any, Generic, TextIO, TypeVar
 import jinja2
 from markupsafe import Markup
 
-from . import inert
+from . import diagram, inert
 from .files import data_dir
 
 TEMPLATES = {"text": "report.txt.j2", "md": "report.md.j2", "html": "report.html.j2"}
@@ -66,6 +66,8 @@ def environment(fmt: str) -> jinja2.Environment:
     )
     env.filters["where"] = where
     env.filters["csp_hash"] = csp_hash
+    drawer = diagram.ReportDrawer()  # the HTML report's sequence diagrams: `{{ call | diagram(report) }}`
+    env.filters["diagram"] = lambda call, report: Markup(drawer(call, report))
     return env
 
 

@@ -16,7 +16,7 @@ from typing import Any, Generic, TextIO, TypeVar
 import orjson
 
 from . import __version__, rendering
-from .model import CancelledCall, Finding, Origin, Relation, RequestTimeline, Session
+from .model import CancelledCall, Finding, Mark, Origin, Relation, RequestTimeline, Session
 from .results import AuditResult, HowMade
 
 #: Bumped on any incompatible change of the JSON report (independent of the tool version).
@@ -74,11 +74,16 @@ def _finding(f: Finding) -> dict[str, Any]:
     }
 
 
-def _timeline(tl: RequestTimeline) -> list[dict[str, Any]]:
+def _timeline(tl: RequestTimeline, marks: tuple[Mark, ...] = ()) -> list[dict[str, Any]]:
     entries = tl.entries  # already cut to the entries around the cancel (outcomes.around_cancel)
     rows = []
     cancel_ts = tl.cancel.entry.ts if tl.cancel else None
     for e in entries:
+        found = [
+            {"rule_id": m.rule_id, "rule": m.rule, "severity": m.severity.value, "certainty": m.certainty.value}
+            for m in marks
+            if m.seq == e.seq and m.kind is e.kind
+        ]
         rows.append(
             {
                 "kind": e.kind.value,
@@ -93,12 +98,13 @@ def _timeline(tl: RequestTimeline) -> list[dict[str, Any]]:
                 "evidence": origin_dict(e.origin),
                 "excerpt": e.excerpt,
                 "repeats": e.repeats,
+                "findings": found,
             }
         )
     return rows
 
 
-def _cancellation(c: CancelledCall) -> dict[str, Any]:
+def cancellation(c: CancelledCall) -> dict[str, Any]:
     return {
         "session": c.session_key,
         "request_id": c.request_id,
@@ -110,11 +116,31 @@ def _cancellation(c: CancelledCall) -> dict[str, Any]:
         "explanation": c.explanation,
         "evidence": [origin_dict(o) for o in c.evidence],
         "verified_by": origin_dict(c.verified_by) if c.verified_by else None,
-        "timeline": _timeline(c.timeline) if c.timeline else [],
+        "left_out": {"before": c.left_out[0], "after": c.left_out[1]},
+        "timeline": _timeline(c.timeline, c.marks) if c.timeline else [],
     }
 
 
-def _session(s: Session) -> dict[str, Any]:
+def exchange(tl: RequestTimeline) -> dict[str, Any]:
+    """Any request, cancelled or not, in the shape of a cancelled call of the report (without a verdict:
+    outcome, certainty and explanation are None), so `diagram` can draw it on demand."""
+    return {
+        "session": tl.session_key,
+        "request_id": tl.request_id,
+        "method": tl.method,
+        "tool": tl.tool,
+        "mechanism": tl.cancel.mechanism.value if tl.cancel else None,
+        "outcome": None,
+        "certainty": None,
+        "explanation": None,
+        "evidence": [origin_dict(tl.cancel.entry.origin)] if tl.cancel else [],
+        "verified_by": None,
+        "left_out": {"before": 0, "after": 0},
+        "timeline": _timeline(tl),
+    }
+
+
+def session(s: Session) -> dict[str, Any]:
     return {
         "id": s.key,
         "source": s.source,
@@ -243,7 +269,7 @@ def _build(result: AuditResult, fmt: str) -> dict[str, Any]:
     findings = _Listed(result.findings, _finding, lambda f: f.rule, counts["rule"], per_rule)
     cancellations = _Listed(
         result.cancellations,
-        _cancellation,
+        cancellation,
         lambda c: c.outcome.value,
         counts["outcome"],
         per_outcome,
@@ -263,7 +289,7 @@ def _build(result: AuditResult, fmt: str) -> dict[str, Any]:
             }
             for i in result.inputs
         ],
-        "sessions": [_session(s) for s in result.sessions],
+        "sessions": [session(s) for s in result.sessions],
         "cancellations": cancellations,
         "findings": findings,
         "rules": [{"id": r.id, "rule": r.slug, "rev": r.rev, "summary": r.summary} for r in result.rules],

@@ -1,0 +1,134 @@
+"""`cancelwire diagram`: any one request drawn on demand, from recordings or from a saved JSON report.
+
+From recordings, every request can be drawn (a cancelled one exactly as the report draws it, with its
+verdict and findings; any other one from its whole timeline). A JSON report holds cancelled calls only.
+The output is the SVG itself, or a small HTML page around it that loads and runs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from . import diagram, report
+from .errors import CancelwireError, InputError
+from .model import CancelledCall, RequestTimeline
+from .pipeline import AuditOptions, audit
+
+#: Requests kept while looking for one id (the same id can be in many sessions, and in both id spaces).
+MAX_MATCHES = 50
+#: A JSON report is read whole: past this size, draw from the recordings instead.
+MAX_REPORT_BYTES = 1 << 30
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """The request to draw, in the report's shape, with its session entry and race window."""
+
+    call: Mapping[str, Any]
+    session: Mapping[str, Any] | None
+    race_window: float | None
+
+    def svg(self) -> str:
+        return diagram.draw(self.call, session=self.session, race_window=self.race_window)
+
+
+def find(paths: list[str], request_id: str, session: str | None) -> Found:
+    """The request with id REQUEST_ID (as text), in SESSION when given, from one JSON report of
+    `cancelwire audit --format json` or from recordings audited with the default settings."""
+    if len(paths) == 1 and _is_report(Path(paths[0])):
+        return _from_report(Path(paths[0]), request_id, session)
+    return _from_recordings(paths, request_id, session)
+
+
+def _is_report(path: Path) -> bool:
+    if path.suffix != ".json" or not path.is_file():
+        return False
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(256).lstrip()
+    except OSError as exc:
+        raise InputError(str(path), exc.strerror or str(exc)) from None
+    return head.startswith(b"{") and b'"schema_version"' in head
+
+
+def _from_report(path: Path, request_id: str, session: str | None) -> Found:
+    if path.stat().st_size > MAX_REPORT_BYTES:
+        raise InputError(str(path), f"a JSON report over {MAX_REPORT_BYTES >> 20} MiB; draw from the recordings")
+    try:
+        data = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise InputError(str(path), f"not a JSON report: {exc}") from None
+    except OSError as exc:
+        raise InputError(str(path), exc.strerror or str(exc)) from None
+    if not isinstance(data, dict) or not isinstance(data.get("cancellations"), list):
+        raise InputError(str(path), "not a JSON report of cancelwire audit (no list of cancellations)")
+    calls = [c for c in data["cancellations"] if isinstance(c, dict) and _wanted(c, request_id, session)]
+    hint = "a JSON report holds cancelled calls only: draw any other request from the recordings"
+    call = _one(calls, request_id, session, f"{path}: no cancelled call", hint)
+    return Found(call, *_session_of(data, call))
+
+
+def _session_of(data: Mapping[str, Any], call: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, float | None]:
+    sessions = data.get("sessions")
+    listed = sessions if isinstance(sessions, list) else []
+    entry = next((s for s in listed if isinstance(s, dict) and s.get("id") == call.get("session")), None)
+    run = data.get("run")
+    windows = run.get("race_windows") if isinstance(run, dict) else None
+    window = windows.get(entry.get("vantage")) if isinstance(windows, dict) and entry else None
+    return entry, window if isinstance(window, int | float) else None
+
+
+def _from_recordings(paths: list[str], request_id: str, session: str | None) -> Found:
+    found: list[dict[str, Any]] = []
+
+    def keep(timeline: RequestTimeline, cancelled: CancelledCall | None) -> None:
+        if len(found) < MAX_MATCHES and _wanted(
+            {"request_id": timeline.request_id, "session": timeline.session_key}, request_id, session
+        ):
+            found.append(report.cancellation(cancelled) if cancelled else report.exchange(timeline))
+
+    result = audit(paths, AuditOptions(), on_exchange=keep)
+    unreadable = [i for i in result.inputs if i.error and not i.sessions]
+    if not found and unreadable:
+        raise InputError(unreadable[0].path, str(unreadable[0].error))
+    call = _one(found, request_id, session, "no request", "the exchange table (--exchanges) lists every id")
+    entry = next((s for s in result.sessions if s.key == call["session"]), None)
+    window = result.made.race_windows.get(entry.vantage.value) if entry else None
+    return Found(call, report.session(entry) if entry else None, window)
+
+
+def _wanted(call: Mapping[str, Any], request_id: str, session: str | None) -> bool:
+    return str(call.get("request_id")) == request_id and (session is None or call.get("session") == session)
+
+
+def _one(calls: list[dict[str, Any]], request_id: str, session: str | None, none: str, hint: str) -> dict[str, Any]:
+    """The one request meant: the same id in several sessions needs --session; within one session
+    (both peers number their requests) the cancelled one, else the first."""
+    if not calls:
+        within = f" in session {session!r}" if session is not None else ""
+        raise CancelwireError(f"{none} with id {request_id!r}{within}", hint)
+    sessions = list(dict.fromkeys(str(c.get("session")) for c in calls))
+    if len(sessions) > 1:
+        shown = ", ".join(repr(s) for s in sessions[:10]) + (" …" if len(sessions) > 10 else "")
+        raise CancelwireError(f"id {request_id!r} is in {len(sessions)} sessions: {shown}", "choose one with --session")
+    return next((c for c in calls if c.get("outcome")), calls[0])
+
+
+def svg_document(found: Found) -> str:
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + found.svg() + "\n"
+
+
+def html_page(found: Found) -> str:
+    """The diagram in a page of its own; like the report, it loads and runs nothing."""
+    title = diagram.caption(found.call)
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; base-uri 'none'; "
+        "form-action 'none'\">\n"
+        f"<title>{title}</title>\n</head>\n<body>\n<h1>{title}</h1>\n{found.svg()}\n</body>\n</html>\n"
+    )

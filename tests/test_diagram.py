@@ -1,0 +1,315 @@
+"""Sequence diagrams (diagram.py): the arrows of known samples in order, their finding marks, the race
+window, collapsing and capping, hostile text, and `cancelwire diagram` on demand."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cancelwire import diagram
+from cancelwire.pipeline import audit
+from cancelwire.report import build, render
+from transcripts import write_transcript
+
+ROOT = Path(__file__).resolve().parent.parent
+SVG = "{http://www.w3.org/2000/svg}"
+Arrow = tuple[str, str, str | None, str | None]
+
+
+@pytest.fixture(autouse=True)
+def _in_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)  # sources are named as given: relative, as in the golden reports
+
+
+def _drawn(sample: str) -> ET.Element:
+    report = build(audit([sample]))
+    (call,) = report["cancellations"]
+    return ET.fromstring(diagram.ReportDrawer()(call, report))  # also proves it is well-formed XML
+
+
+def _arrows(svg: ET.Element) -> list[Arrow]:
+    """(data-kind, data-dir, data-finding, data-certainty) of every arrow, checked to be in data-seq order."""
+    groups = [g for g in svg.iter(f"{SVG}g") if g.get("class") == "msg"]
+    assert [g.get("data-seq") for g in groups] == [str(i) for i in range(len(groups))]
+    assert all(g.find(f"{SVG}title") is not None for g in groups)
+    return [
+        (g.get("data-kind", ""), g.get("data-dir", ""), g.get("data-finding"), g.get("data-certainty")) for g in groups
+    ]
+
+
+def _notes(svg: ET.Element) -> list[str]:
+    return [g.get("data-kind", "") for g in svg.iter(f"{SVG}g") if g.get("class") == "note"]
+
+
+def _windows(svg: ET.Element) -> int:
+    return sum(1 for r in svg.iter(f"{SVG}rect") if r.get("class") == "race-window")
+
+
+def test_sdk_cancel_of_a_slow_tool_is_request_progress_cancel_and_no_race() -> None:
+    svg = _drawn("sample_captures/stdio/sdk-cancel-slow-tool.jsonl")
+    assert _arrows(svg) == [
+        ("request", "c2s", None, None),
+        ("progress", "s2c", None, None),
+        ("progress", "s2c", None, None),
+        ("cancel", "c2s", None, None),
+    ]
+    assert _notes(svg) == ["recording-ended"]
+    assert _windows(svg) == 0
+    assert svg.get("aria-label") == (
+        "Sequence diagram of tools/call append_ledger id 3 in sample_captures/stdio/sdk-cancel-slow-tool.jsonl, "
+        "cancelled by notification: outcome-unverified (exact)"
+    )
+
+
+def test_late_result_marks_each_message_after_the_cancel_and_shades_the_race_window() -> None:
+    svg = _drawn("sample_captures/stdio/handwritten-server-late-result-after-cancel.jsonl")
+    assert _arrows(svg) == [
+        ("request", "c2s", None, None),
+        ("progress", "s2c", None, None),
+        ("cancel", "c2s", None, None),
+        ("progress", "s2c", "CW102", "inferred"),
+        ("progress", "s2c", "CW102", "inferred"),
+        ("response", "s2c", "CW101", "inferred"),
+    ]
+    assert _windows(svg) == 1  # the verdict is inferred: it rests on the race window (proxy: 50 ms)
+    (label,) = [t.text for t in svg.iter(f"{SVG}text") if t.text and t.text.startswith("race window")]
+    assert label == "race window 50 ms"
+    gaps = [t.text for t in svg.iter(f"{SVG}text") if t.get("x") == str(diagram.GAP_X)]
+    assert gaps == ["+200 ms", "+200 ms", "+200 ms"]  # under 1 ms apart before the cancel: not labelled
+
+
+def test_fin_cancel_on_the_wire_with_writes_after_it() -> None:
+    svg = _drawn("sample_captures/http/bad-server-writes-after-disconnect.pcapng")
+    marks = "CW102 CW201"
+    assert _arrows(svg) == [
+        ("request", "c2s", None, None),
+        ("progress", "s2c", None, None),
+        ("progress", "s2c", None, None),
+        ("close", "c2s", None, None),  # the client's FIN is the cancel
+        ("progress", "s2c", marks, "exact"),  # each with the bytes that carried it (CW201) folded in
+        ("progress", "s2c", marks, "exact"),
+        ("response", "s2c", "CW101 CW201", "exact"),
+        ("progress", "s2c", marks, "exact"),
+    ]
+    assert _notes(svg) == ["stream-opened", "collapsed"]  # the report keeps 12 entries: 2 later not drawn
+    assert _windows(svg) == 0  # a FIN already on the wire: the order is proven
+    (cancel,) = [g for g in svg.iter(f"{SVG}g") if g.get("data-kind") == "close"]
+    title = cancel.findtext(f"{SVG}title")
+    assert title == (
+        "client FIN before the response finished · 0 ms from the cancel · "
+        "sample_captures/http/bad-server-writes-after-disconnect.pcapng#12 · client FIN before the response finished"
+    )
+
+
+def test_reset_cancel_after_a_flood_collapses_the_run() -> None:
+    svg = _drawn("sample_captures/http/http-client-stops-reading.pcapng")
+    assert _arrows(svg) == [
+        ("request", "c2s", None, None),
+        ("progress", "s2c", None, None),
+        ("collapsed", "s2c", None, None),
+        ("progress", "s2c", None, None),
+        ("reset", "c2s", "CW202", "exact"),
+    ]
+    assert _notes(svg) == ["collapsed", "receive-window-zero", "recording-ended"]
+    texts = [t.text for t in svg.iter(f"{SVG}text")]
+    assert "and 9 earlier messages not drawn" in texts and "and 7 more progress" in texts
+
+
+def test_a_crossing_message_without_a_verdict_on_it_needs_no_race_window() -> None:
+    svg = _drawn("sample_captures/http/sdk-http-cancel-notification.pcapng")
+    assert [a[:2] for a in _arrows(svg)] == [
+        ("request", "c2s"),
+        ("progress", "s2c"),
+        ("progress", "s2c"),
+        ("progress", "s2c"),
+        ("cancel", "c2s"),
+        ("error", "s2c"),
+        ("close", "s2c"),  # crossing (inferred), but neither the outcome nor a finding rests on it
+    ]
+    assert _windows(svg) == 0
+
+
+def _call(entries: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    base = {"session": "s", "request_id": 7, "method": "tools/call", "tool": "t", "mechanism": "notification"}
+    return base | {"outcome": "late-result-violation", "certainty": "exact", "timeline": entries} | extra
+
+
+def _entry(kind: str, side: str | None, offset: float, relation: str | None = None, **extra: Any) -> dict[str, Any]:
+    certainty = "exact" if relation in ("after", "crossing") else None
+    base = {"kind": kind, "side": side, "method": None, "relation": relation, "certainty": certainty}
+    evidence = {"source": "x.jsonl", "line": int(offset * 1000) + 100}
+    return base | {"offset": offset, "evidence": evidence, "excerpt": "{}", "repeats": 1, "findings": []} | extra
+
+
+def test_a_flood_after_the_cancel_collapses_to_first_count_last() -> None:
+    mark = [{"rule_id": "CW102", "rule": "progress-after-cancel", "severity": "warning", "certainty": "exact"}]
+    entries = [_entry("request", "client", -1.0), _entry("cancel", "client", 0.0, "cancel")]
+    entries += [_entry("progress", "server", 0.01 * i, "after", findings=mark) for i in range(1, 61)]
+    entries += [_entry("result", "server", 0.7, "after")]
+    svg = ET.fromstring(diagram.draw(_call(entries)))
+    flood = ("progress", "s2c", "CW102", "exact")
+    assert _arrows(svg) == [
+        ("request", "c2s", None, None),
+        ("cancel", "c2s", None, None),
+        flood,
+        ("collapsed", "s2c", "CW102", "exact"),
+        flood,
+        ("response", "s2c", None, None),
+    ]
+    (collapsed,) = [g for g in svg.iter(f"{SVG}g") if g.get("data-kind") == "collapsed"]
+    assert (
+        collapsed.findtext(f"{SVG}title")
+        == "and 58 more progress · finding: CW102 progress-after-cancel (warning, exact)"
+    )
+
+
+def test_an_entry_that_counts_repeats_collapses_too() -> None:
+    entries = [_entry("request", "client", -1.0), _entry("progress", "server", -0.5, repeats=40)]
+    svg = ET.fromstring(diagram.draw(_call(entries)))
+    assert [a[0] for a in _arrows(svg)] == ["request", "progress", "collapsed"]
+    assert "and 39 more progress" in [t.text for t in svg.iter(f"{SVG}text")]
+
+
+def test_rows_are_capped_around_the_cancel_and_the_rest_counted() -> None:
+    kinds = ("progress", "related-message")  # alternating: nothing to collapse
+    entries = [_entry("request", "client", -10.0)]
+    entries += [_entry(kinds[i % 2], "server", -10 + 0.01 * i) for i in range(1, 300)]
+    entries += [_entry("cancel", "client", 0.0, "cancel")]
+    entries += [_entry(kinds[i % 2], "server", 0.01 * i, "after") for i in range(1, 300)]
+    text = diagram.draw(_call(entries, left_out={"before": 5, "after": 0}))
+    svg = ET.fromstring(text)
+    arrows = _arrows(svg)
+    assert len(arrows) == diagram.MAX_ROWS - 2 and ("cancel", "c2s", None, None) in arrows
+    notes = [t.text for g in svg.iter(f"{SVG}g") if g.get("class") == "note" for t in g.iter(f"{SVG}text")]
+    # 600 rows: the request, then 37 from 20 before the cancel; 279 (+5 the report left out) before, 283 after
+    assert notes == ["and 284 earlier messages not drawn", "and 283 later messages not drawn"]
+    assert len(text) < 30_000
+
+
+HOSTILE = '<script>alert("x")</script>\x1b[2J\u202e\ud800]]>&amp;'
+
+
+def test_hostile_text_is_inert_and_escaped_everywhere() -> None:
+    entries = [
+        _entry("request", "client", -1.0, excerpt=HOSTILE, evidence={"source": HOSTILE, "line": 1}),
+        _entry("cancel", "client", 0.0, "cancel", method=HOSTILE, excerpt=HOSTILE),
+        _entry(HOSTILE, "server", 0.5, "after"),
+        _entry("result", "server", 1.0, "after", findings=[{"rule_id": HOSTILE, "certainty": HOSTILE}]),
+    ]
+    call = _call(entries, tool=HOSTILE, request_id=HOSTILE, session=HOSTILE)
+    session = {"id": HOSTILE, "vantage": HOSTILE, "client_info": {"name": HOSTILE}, "server_info": {"name": 5}}
+    text = diagram.draw(call, session=session, race_window=0.1)
+    for raw in ("<script", "\x1b", "\u202e", "\ud800", "]]>", '"x"'):
+        assert raw not in text
+    text.encode("utf-8")  # no lone surrogate: the file can be written
+    svg = ET.fromstring(text)
+    assert svg.get("aria-label", "").startswith(
+        'Sequence diagram of tools/call <script>alert("x")</script>\\x1b[2J\\u202e'
+    )
+    assert [a[0] for a in _arrows(svg)] == ["request", "cancel", "response"]
+    assert _notes(svg) == ['<script>alert("x")</script>\\x1b[2J\\u202e\\ud800]]>&am…']  # cut at 40
+
+
+def test_the_html_report_draws_every_cancelled_call_it_shows() -> None:
+    sample = str(ROOT / "sample_captures/stdio/handwritten-server-late-result-after-cancel.jsonl")
+    page = render(audit([sample]), "html")
+    assert page.count('<svg class="sequence"') == 1
+    assert page.count('class="msg"') == 6 and page.count('class="race-window"') == 1
+
+
+def test_drawing_a_thousand_calls_stays_cheap() -> None:
+    report = build(audit([str(ROOT / "sample_captures/http/bad-server-writes-after-disconnect.pcapng")]))
+    calls = [copy.deepcopy(report["cancellations"][0]) for _ in range(1000)]
+    drawer = diagram.ReportDrawer()
+    started = time.process_time()
+    total = sum(len(drawer(call, report)) for call in calls)
+    spent = time.process_time() - started
+    # measured 0.31 s CPU (best of 5) and 8.3 MB for these 1,000 (13 entries each); generous for a loaded machine
+    assert spent < 5.0 and total < 12_000_000
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "cancelwire", "diagram", *args]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_cli_draws_any_request_of_recordings_and_a_cancelled_call_of_a_json_report(tmp_path: Path) -> None:
+    sample = "sample_captures/stdio/sdk-cancel-then-verify-by-read.jsonl"
+    proc = run(sample, "--request", "4")  # the read that verified call 3: not cancelled
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith('<?xml version="1.0" encoding="UTF-8"?>\n<svg class="sequence"')
+    assert _arrows(ET.fromstring(proc.stdout.split("\n", 1)[1])) == [
+        ("request", "c2s", None, None),
+        ("response", "s2c", None, None),
+    ]
+    report = tmp_path / "r.json"
+    audited = subprocess.run(
+        [sys.executable, "-m", "cancelwire", "audit", "sample_captures/stdio/", "--format", "json", "-o", str(report)],
+        cwd=ROOT,
+        capture_output=True,
+        timeout=300,
+    )
+    assert audited.returncode == 1, audited.stderr
+    page = tmp_path / "d.html"
+    session = "sample_captures/stdio/handwritten-server-late-result-after-cancel.jsonl"
+    proc = run(str(report), "--request", "2", "--session", session, "-o", str(page))
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    html = page.read_text()
+    assert "default-src 'none'" in html and "<script" not in html
+    start = html.index("<svg")
+    assert _arrows(ET.fromstring(html[start : html.index("</svg>") + 6]))[-1] == (
+        "response",
+        "s2c",
+        "CW101",
+        "inferred",
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (
+            [*(f"sample_captures/stdio/sdk-cancel-slow-tool{v}.jsonl" for v in ("", "-2025-06-18")), "--request", "3"],
+            "cancelwire: error: id '3' is in 2 sessions: 'sample_captures/stdio/sdk-cancel-slow-tool.jsonl', "
+            "'sample_captures/stdio/sdk-cancel-slow-tool-2025-06-18.jsonl'\n  hint: choose one with --session\n",
+        ),
+        (
+            ["sample_captures/stdio/sdk-clean-session.jsonl", "--request", "99"],
+            "cancelwire: error: no request with id '99'\n  hint: the exchange table (--exchanges) lists every id\n",
+        ),
+    ],
+)
+def test_cli_says_which_request_it_cannot_draw(args: list[str], error: str) -> None:
+    proc = run(*args)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == error
+    assert "Traceback" not in proc.stderr
+
+
+def test_cli_refuses_a_report_without_the_call(tmp_path: Path) -> None:
+    report = tmp_path / "r.json"
+    report.write_text(json.dumps({"schema_version": 1, "cancellations": [], "sessions": []}))
+    proc = run(str(report), "--request", "1")
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        f"cancelwire: error: {report}: no cancelled call with id '1'\n"
+        "  hint: a JSON report holds cancelled calls only: draw any other request from the recordings\n"
+    )
+
+
+def test_a_hostile_recording_draws_inert(tmp_path: Path) -> None:
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": HOSTILE}}
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": HOSTILE}}
+    late = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": HOSTILE}]}}
+    path = write_transcript(tmp_path / "h.jsonl", [(1.0, "c2s", call), (1.5, "c2s", cancel), (2.0, "s2c", late)])
+    proc = run(str(path), "--request", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "<script" not in proc.stdout and "\x1b" not in proc.stdout
+    assert [a[0] for a in _arrows(ET.fromstring(proc.stdout.split("\n", 1)[1]))] == ["request", "cancel", "response"]
