@@ -70,6 +70,7 @@ SERVER_X = 470
 BADGE_X = 490
 TOP = 62
 ROW = 30
+SVG_NS = ' xmlns="http://www.w3.org/2000/svg"'
 COLORS = {"error": "#a40000", "warning": "#8a5a00", "info": "#225555", "cancel": "#c05000", "plain": "#333"}
 
 
@@ -100,14 +101,16 @@ def draw(
     *,
     session: Mapping[str, Any] | None = None,
     race_window: float | None = None,
+    standalone: bool = False,
 ) -> str:
     """The SVG of `call` (a cancelled call of the report, or `report.exchange`). SESSION (the report's
     session entry) names the lifelines and says where the recording was made; RACE_WINDOW (seconds, the
-    report's `run.race_windows` for that vantage) sizes the shaded window."""
+    report's `run.race_windows` for that vantage) sizes the shaded window. STANDALONE: for a file of its
+    own, with the SVG namespace (inline in HTML the parser gives it, and the page names no URL)."""
     rows = _capped(_collapsed(_rows(call)), call.get("left_out") or {})
     height = TOP + ROW * len(rows) + 16
     parts = [
-        f'<svg class="sequence" xmlns="http://www.w3.org/2000/svg" role="img" width="{WIDTH}" height="{height}"'
+        f'<svg class="sequence"{SVG_NS if standalone else ""} role="img" width="{WIDTH}" height="{height}"'
         f' viewBox="0 0 {WIDTH} {height}" font-family="system-ui, sans-serif" font-size="11"'
         f' aria-label="{caption(call)}">',
         f'<rect width="{WIDTH}" height="{height}" fill="#fff"/>',

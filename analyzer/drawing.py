@@ -33,8 +33,8 @@ class Found:
     session: Mapping[str, Any] | None
     race_window: float | None
 
-    def svg(self) -> str:
-        return diagram.draw(self.call, session=self.session, race_window=self.race_window)
+    def svg(self, *, standalone: bool = False) -> str:
+        return diagram.draw(self.call, session=self.session, race_window=self.race_window, standalone=standalone)
 
 
 def find(paths: list[str], request_id: str, session: str | None) -> Found:
@@ -120,7 +120,7 @@ def _one(calls: list[dict[str, Any]], request_id: str, session: str | None, none
 
 
 def svg_document(found: Found) -> str:
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + found.svg() + "\n"
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + found.svg(standalone=True) + "\n"
 
 
 def html_page(found: Found) -> str:

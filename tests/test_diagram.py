@@ -19,7 +19,6 @@ from cancelwire.report import build, render
 from transcripts import write_transcript
 
 ROOT = Path(__file__).resolve().parent.parent
-SVG = "{http://www.w3.org/2000/svg}"
 Arrow = tuple[str, str, str | None, str | None]
 
 
@@ -31,25 +30,30 @@ def _in_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
 def _drawn(sample: str) -> ET.Element:
     report = build(audit([sample]))
     (call,) = report["cancellations"]
-    return ET.fromstring(diagram.ReportDrawer()(call, report))  # also proves it is well-formed XML
+    return _parse(diagram.ReportDrawer()(call, report))
+
+
+def _parse(text: str) -> ET.Element:
+    """The SVG as XML (which also proves it is well-formed)."""
+    return ET.fromstring(text.replace(diagram.SVG_NS, "", 1))
 
 
 def _arrows(svg: ET.Element) -> list[Arrow]:
     """(data-kind, data-dir, data-finding, data-certainty) of every arrow, checked to be in data-seq order."""
-    groups = [g for g in svg.iter(f"{SVG}g") if g.get("class") == "msg"]
+    groups = [g for g in svg.iter("g") if g.get("class") == "msg"]
     assert [g.get("data-seq") for g in groups] == [str(i) for i in range(len(groups))]
-    assert all(g.find(f"{SVG}title") is not None for g in groups)
+    assert all(g.find("title") is not None for g in groups)
     return [
         (g.get("data-kind", ""), g.get("data-dir", ""), g.get("data-finding"), g.get("data-certainty")) for g in groups
     ]
 
 
 def _notes(svg: ET.Element) -> list[str]:
-    return [g.get("data-kind", "") for g in svg.iter(f"{SVG}g") if g.get("class") == "note"]
+    return [g.get("data-kind", "") for g in svg.iter("g") if g.get("class") == "note"]
 
 
 def _windows(svg: ET.Element) -> int:
-    return sum(1 for r in svg.iter(f"{SVG}rect") if r.get("class") == "race-window")
+    return sum(1 for r in svg.iter("rect") if r.get("class") == "race-window")
 
 
 def test_sdk_cancel_of_a_slow_tool_is_request_progress_cancel_and_no_race() -> None:
@@ -79,9 +83,9 @@ def test_late_result_marks_each_message_after_the_cancel_and_shades_the_race_win
         ("response", "s2c", "CW101", "inferred"),
     ]
     assert _windows(svg) == 1  # the verdict is inferred: it rests on the race window (proxy: 50 ms)
-    (label,) = [t.text for t in svg.iter(f"{SVG}text") if t.text and t.text.startswith("race window")]
+    (label,) = [t.text for t in svg.iter("text") if t.text and t.text.startswith("race window")]
     assert label == "race window 50 ms"
-    gaps = [t.text for t in svg.iter(f"{SVG}text") if t.get("x") == str(diagram.GAP_X)]
+    gaps = [t.text for t in svg.iter("text") if t.get("x") == str(diagram.GAP_X)]
     assert gaps == ["+200 ms", "+200 ms", "+200 ms"]  # under 1 ms apart before the cancel: not labelled
 
 
@@ -100,8 +104,8 @@ def test_fin_cancel_on_the_wire_with_writes_after_it() -> None:
     ]
     assert _notes(svg) == ["stream-opened", "collapsed"]  # the report keeps 12 entries: 2 later not drawn
     assert _windows(svg) == 0  # a FIN already on the wire: the order is proven
-    (cancel,) = [g for g in svg.iter(f"{SVG}g") if g.get("data-kind") == "close"]
-    title = cancel.findtext(f"{SVG}title")
+    (cancel,) = [g for g in svg.iter("g") if g.get("data-kind") == "close"]
+    title = cancel.findtext("title")
     assert title == (
         "client FIN before the response finished · 0 ms from the cancel · "
         "sample_captures/http/bad-server-writes-after-disconnect.pcapng#12 · client FIN before the response finished"
@@ -118,7 +122,7 @@ def test_reset_cancel_after_a_flood_collapses_the_run() -> None:
         ("reset", "c2s", "CW202", "exact"),
     ]
     assert _notes(svg) == ["collapsed", "receive-window-zero", "recording-ended"]
-    texts = [t.text for t in svg.iter(f"{SVG}text")]
+    texts = [t.text for t in svg.iter("text")]
     assert "and 9 earlier messages not drawn" in texts and "and 7 more progress" in texts
 
 
@@ -153,7 +157,7 @@ def test_a_flood_after_the_cancel_collapses_to_first_count_last() -> None:
     entries = [_entry("request", "client", -1.0), _entry("cancel", "client", 0.0, "cancel")]
     entries += [_entry("progress", "server", 0.01 * i, "after", findings=mark) for i in range(1, 61)]
     entries += [_entry("result", "server", 0.7, "after")]
-    svg = ET.fromstring(diagram.draw(_call(entries)))
+    svg = _parse(diagram.draw(_call(entries)))
     flood = ("progress", "s2c", "CW102", "exact")
     assert _arrows(svg) == [
         ("request", "c2s", None, None),
@@ -163,18 +167,15 @@ def test_a_flood_after_the_cancel_collapses_to_first_count_last() -> None:
         flood,
         ("response", "s2c", None, None),
     ]
-    (collapsed,) = [g for g in svg.iter(f"{SVG}g") if g.get("data-kind") == "collapsed"]
-    assert (
-        collapsed.findtext(f"{SVG}title")
-        == "and 58 more progress · finding: CW102 progress-after-cancel (warning, exact)"
-    )
+    (collapsed,) = [g for g in svg.iter("g") if g.get("data-kind") == "collapsed"]
+    assert collapsed.findtext("title") == "and 58 more progress · finding: CW102 progress-after-cancel (warning, exact)"
 
 
 def test_an_entry_that_counts_repeats_collapses_too() -> None:
     entries = [_entry("request", "client", -1.0), _entry("progress", "server", -0.5, repeats=40)]
-    svg = ET.fromstring(diagram.draw(_call(entries)))
+    svg = _parse(diagram.draw(_call(entries)))
     assert [a[0] for a in _arrows(svg)] == ["request", "progress", "collapsed"]
-    assert "and 39 more progress" in [t.text for t in svg.iter(f"{SVG}text")]
+    assert "and 39 more progress" in [t.text for t in svg.iter("text")]
 
 
 def test_rows_are_capped_around_the_cancel_and_the_rest_counted() -> None:
@@ -184,10 +185,10 @@ def test_rows_are_capped_around_the_cancel_and_the_rest_counted() -> None:
     entries += [_entry("cancel", "client", 0.0, "cancel")]
     entries += [_entry(kinds[i % 2], "server", 0.01 * i, "after") for i in range(1, 300)]
     text = diagram.draw(_call(entries, left_out={"before": 5, "after": 0}))
-    svg = ET.fromstring(text)
+    svg = _parse(text)
     arrows = _arrows(svg)
     assert len(arrows) == diagram.MAX_ROWS - 2 and ("cancel", "c2s", None, None) in arrows
-    notes = [t.text for g in svg.iter(f"{SVG}g") if g.get("class") == "note" for t in g.iter(f"{SVG}text")]
+    notes = [t.text for g in svg.iter("g") if g.get("class") == "note" for t in g.iter("text")]
     # 600 rows: the request, then 37 from 20 before the cancel; 279 (+5 the report left out) before, 283 after
     assert notes == ["and 284 earlier messages not drawn", "and 283 later messages not drawn"]
     assert len(text) < 30_000
@@ -209,7 +210,7 @@ def test_hostile_text_is_inert_and_escaped_everywhere() -> None:
     for raw in ("<script", "\x1b", "\u202e", "\ud800", "]]>", '"x"'):
         assert raw not in text
     text.encode("utf-8")  # no lone surrogate: the file can be written
-    svg = ET.fromstring(text)
+    svg = _parse(text)
     assert svg.get("aria-label", "").startswith(
         'Sequence diagram of tools/call <script>alert("x")</script>\\x1b[2J\\u202e'
     )
@@ -244,8 +245,8 @@ def test_cli_draws_any_request_of_recordings_and_a_cancelled_call_of_a_json_repo
     sample = "sample_captures/stdio/sdk-cancel-then-verify-by-read.jsonl"
     proc = run(sample, "--request", "4")  # the read that verified call 3: not cancelled
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith('<?xml version="1.0" encoding="UTF-8"?>\n<svg class="sequence"')
-    assert _arrows(ET.fromstring(proc.stdout.split("\n", 1)[1])) == [
+    assert proc.stdout.startswith('<?xml version="1.0" encoding="UTF-8"?>\n<svg class="sequence" xmlns=')
+    assert _arrows(_parse(proc.stdout.split("\n", 1)[1])) == [
         ("request", "c2s", None, None),
         ("response", "s2c", None, None),
     ]
@@ -264,7 +265,7 @@ def test_cli_draws_any_request_of_recordings_and_a_cancelled_call_of_a_json_repo
     html = page.read_text()
     assert "default-src 'none'" in html and "<script" not in html
     start = html.index("<svg")
-    assert _arrows(ET.fromstring(html[start : html.index("</svg>") + 6]))[-1] == (
+    assert _arrows(_parse(html[start : html.index("</svg>") + 6]))[-1] == (
         "response",
         "s2c",
         "CW101",
@@ -312,4 +313,4 @@ def test_a_hostile_recording_draws_inert(tmp_path: Path) -> None:
     proc = run(str(path), "--request", "1")
     assert proc.returncode == 0, proc.stderr
     assert "<script" not in proc.stdout and "\x1b" not in proc.stdout
-    assert [a[0] for a in _arrows(ET.fromstring(proc.stdout.split("\n", 1)[1]))] == ["request", "cancel", "response"]
+    assert [a[0] for a in _arrows(_parse(proc.stdout.split("\n", 1)[1]))] == ["request", "cancel", "response"]
