@@ -386,7 +386,7 @@ def _race_window(call: Mapping[str, Any], rows: Sequence[Row], window: float | N
         f'<rect class="race-window" x="{CLIENT_X - 30}" y="{y1}" width="{SERVER_X - CLIENT_X + 60}"'
         f' height="{y2 - y1}" fill="#f5c400" fill-opacity="0.18" stroke="#d0a000" stroke-dasharray="3 2">'
         f"<title>{_text(label, 80)}: a message the receiver sent inside it may have crossed the cancel</title></rect>",
-        f'<text x="{SERVER_X + 34}" y="{y1 + 11}" text-anchor="end" fill="#8a6d00" font-size="10">{label}</text>',
+        f'<text x="{BADGE_X}" y="{y1 + 11}" fill="#8a6d00" font-size="10">{label}</text>',
     ]
 
 
