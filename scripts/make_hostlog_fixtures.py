@@ -206,6 +206,17 @@ def render_vscode(records: list[dict[str, Any]]) -> str:
     return "\n".join(out) + "\n"
 
 
+def render_vscode_2025(records: list[dict[str, Any]]) -> str:
+    """The first VS Code builds with MCP (March 2025): `[Client Says]` / `[Server Says]` at info
+    level, the server's stderr lines with no marker (as github.com/microsoft/vscode/issues/244377
+    quotes the channel, 2025-03-23, and as that build's extension-host stdio launcher wrote it)."""
+    out = []
+    for r in records:
+        marker = {"c2s": "[Client Says] ", "s2c": "[Server Says] ", "stderr": ""}[r["dir"]]
+        out.append(f"{vscode_time(r['ts'])} [info] {marker}{r['line']}")
+    return "\n".join(out) + "\n"
+
+
 def render_gosdk(records: list[dict[str, Any]], side: str) -> str:
     out = []
     for r in records:
@@ -239,6 +250,7 @@ def render() -> None:
         "mcp.log": render_claude(records),
         f"mcp-server-{SERVER}.log": "".join(text + "\n" for _, text in claude_lines(records, SERVER, 0.0)),
         f"vscode-{SERVER}.log": render_vscode(records),
+        f"vscode-2025-{SERVER}.log": render_vscode_2025(records),
         "gosdk-client.log": render_gosdk(records, "client"),
         "gosdk-server.log": render_gosdk(records, "server"),
         "session.ndjson": render_ndjson(records, "bare"),

@@ -68,7 +68,7 @@ READER_SAMPLES: dict[str, tuple[str, ...]] = {
         "sample_captures/stdio/sdk-cancel-then-verify-by-read.jsonl",
     ),
     "claude-desktop": ("tests/fixtures/hostlogs/mcp.log", "tests/fixtures/hostlogs/mcp-server-slow-demo.log"),
-    "vscode": ("tests/fixtures/hostlogs/vscode-slow-demo.log",),
+    "vscode": ("tests/fixtures/hostlogs/vscode-slow-demo.log", "tests/fixtures/hostlogs/vscode-2025-slow-demo.log"),
     "go-sdk": ("tests/fixtures/hostlogs/gosdk-client.log", "tests/fixtures/hostlogs/gosdk-server.log"),
     "ndjson": (
         "tests/fixtures/hostlogs/session.ndjson",

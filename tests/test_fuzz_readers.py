@@ -153,3 +153,26 @@ def test_mutations_keep_the_outside_of_the_damaged_range() -> None:
         if case.op not in ("splice",) and not case.op.startswith(("gzip", "cr", "bit")):
             tail = len(case.data) - end
             assert tail == 0 or case.data[end:] == data[len(data) - tail :], case.op
+
+
+RLO = "\u202e".encode()
+
+
+@pytest.mark.parametrize(("name", "sample", "_"), list(_half_line_cases()), ids=lambda v: str(v).rsplit("/", 1)[-1])
+def test_a_damaged_prefix_is_never_dropped_silently(tmp_path: Path, name: str, sample: str, _: int) -> None:
+    """Each message line in turn with a byte of its prefix (what comes before the JSON) replaced by an RLO: the
+    line is still cited by some event (a message, or an anomaly saying it holds one that was not read)."""
+    reader = BY_NAME[name]
+    (original,) = (data for path, data in zip(READER_SAMPLES[name], sample_bytes(name), strict=True) if path == sample)
+    whole = tmp_path / "whole.log"
+    whole.write_bytes(original)
+    lines = original.split(b"\n")
+    for number in _messages_by_line(list(read_all(reader, whole))):
+        line = lines[number - 1]
+        for at in range(0, line.find(b"{"), 5):
+            damaged = list(lines)
+            damaged[number - 1] = line[:at] + RLO + line[at + 1 :]
+            path = tmp_path / f"damaged-{number}-{at}.log"
+            path.write_bytes(b"\n".join(damaged))
+            cited = {e.origin.line for e in read_all(reader, path)}
+            assert number in cited, f"line {number}, byte {at} damaged: nothing says so"

@@ -355,6 +355,7 @@ FIXTURE_FORMATS = {
     "mcp.log": "claude-desktop",
     "mcp-server-slow-demo.log": "claude-desktop",
     "vscode-slow-demo.log": "vscode",
+    "vscode-2025-slow-demo.log": "vscode",
     "gosdk-client.log": "go-sdk",
     "gosdk-server.log": "go-sdk",
     "session.ndjson": "ndjson",

@@ -24,7 +24,7 @@ from datetime import datetime
 
 from ..model import Direction, Event, Vantage
 from .base import InputSource, ReadOptions
-from .events import EventFactory
+from .events import EventFactory, holds_jsonrpc
 from .hostlog_sessions import LogSessions, is_initialize_request
 from .lines import RawLine, source_lines
 
@@ -63,13 +63,9 @@ class ClaudeDesktopReader:
             if match is None:
                 if bad_utf8:
                     yield from _utf8_problem(factory, raw, None, None)
-                if any(marker in text for marker in _MARKERS):
-                    yield factory.anomaly(
-                        raw.number,
-                        None,
-                        None,
-                        "input.unrecognized-line",
-                        f"a message line without a readable timestamp/server prefix: {text[:80]!r}",
+                if any(marker in text for marker in _MARKERS) or holds_jsonrpc(text):
+                    yield factory.unread_message(
+                        raw.number, None, text, "a message line without a readable timestamp/server prefix"
                     )
                 continue  # server stderr or a continuation line: not protocol
             stamp, first, second, body = match.groups()
@@ -81,6 +77,14 @@ class ClaudeDesktopReader:
             if message is None:
                 if body.startswith("Initializing server"):
                     sessions.restart(server)
+                elif holds_jsonrpc(body):
+                    yield factory.unread_message(
+                        raw.number,
+                        sessions.key(server),
+                        text,
+                        "a JSON-RPC message after something other than "
+                        "'Message from client:' / 'Message from server:' (a damaged line?)",
+                    )
                 continue
             side, payload = message.groups()
             payload = _strip_metadata(payload)

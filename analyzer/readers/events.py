@@ -5,6 +5,7 @@ Shared by every text reader; the anomaly names here are the ones every text form
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from orjson import JSONDecodeError
@@ -13,6 +14,15 @@ from orjson import loads as _loads
 from ..jsonrpc import EXCERPT_CHARS, classify_one, decode_text, excerpt
 from ..model import Anomaly, Direction, Event, Message, MessageEvent, Origin, RequestId
 from .lines import DEFAULT_MAX_LINE_BYTES, RawLine
+
+_JSONRPC_MEMBER = re.compile(r'"jsonrpc"\s*:\s*"2\.0"')
+UNREAD_MESSAGE = "input.unrecognized-line"
+"""The anomaly for a line that holds a JSON-RPC message but is not a message line of its format."""
+
+
+def holds_jsonrpc(text: str) -> bool:
+    """True when a line holds what looks like a JSON-RPC 2.0 object (a substring test first: cheap)."""
+    return '"jsonrpc"' in text and _JSONRPC_MEMBER.search(text) is not None
 
 
 class EventFactory:
@@ -39,6 +49,11 @@ class EventFactory:
         request_id: RequestId | None = None,
     ) -> Anomaly:
         return Anomaly(self.next_seq(), ts, self.origin(line), session_key, name, detail, request_id)
+
+    def unread_message(self, line: int, session_key: str | None, text: str, why: str) -> Anomaly:
+        """A line that holds a JSON-RPC message the reader could not take as one (a damaged prefix,
+        or a program's own output): said, never dropped silently."""
+        return self.anomaly(line, None, session_key, UNREAD_MESSAGE, f"{why}; not read: {text[:80]!r}")
 
     def line_problems(self, raw: RawLine, session_key: str | None) -> Iterator[Anomaly]:
         """Anomalies every text format shares (size, an input ended early); the caller skips the line

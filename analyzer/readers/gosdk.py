@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from ..jsonrpc import decode_text
 from ..model import Event, Message, Side
 from .base import InputSource, ReadOptions
+from .events import UNREAD_MESSAGE, holds_jsonrpc
 from .hostlog_sessions import (
     LogSessions,
     direction_of,
@@ -67,8 +68,12 @@ class GoSdkReader:
                         raw.number,
                         None,
                         sessions.key(None),
-                        "input.unrecognized-line",
+                        UNREAD_MESSAGE,
                         "LoggingTransport could not marshal a message; the line holds no message",
+                    )
+                elif holds_jsonrpc(text):
+                    yield factory.unread_message(
+                        raw.number, sessions.key(None), text, "a JSON-RPC message without a readable 'read:'/'write:'"
                     )
                 continue
             verb, payload = match.groups()

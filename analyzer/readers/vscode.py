@@ -1,5 +1,9 @@
 """VS Code's MCP output channel ("MCP: NAME", saved from the Output view or the logs folder).
 
+Two line shapes, both read. Builds from about April 2025 on (modelled on the channel quoted in
+github.com/rsclarke/mcp-taskfile-server/issues/134, 2026-07-23, and VS Code's
+`McpServerRequestHandler`, which logs every message it sends and reads):
+
     2025-06-18 10:00:00.123 [info] Starting server my-server
     2025-06-18 10:00:00.124 [info] Connection state: Running
     2025-06-18 10:00:00.200 [debug] [editor -> server] {json}
@@ -7,9 +11,24 @@
     2025-06-18 10:00:00.350 [warning] [server stderr] text the server wrote to stderr
 
 `[editor -> server]` is a message the editor (the client) wrote, `[server -> editor]` one it
-read; message lines only appear at the channel's debug/trace log level. `[server stderr]` lines
-and the editor's own lines are not protocol and are skipped. Lines without a timestamp prefix
-(continuations of multi-line entries) are skipped too, unless they carry a message marker.
+read; message lines only appear at the channel's debug/trace log level (or the level set for
+requests: `[info]` in some builds). `[server stderr]` lines and the editor's own lines are not
+protocol and are skipped.
+
+The first builds with MCP (March 2025; modelled on the channel quoted in
+github.com/microsoft/vscode/issues/244377, 2025-03-23, and that build's extension-host stdio
+launcher) wrote what went down the server's stdin and every line read from its stdout, at info
+level, and its stderr lines with no marker:
+
+    2025-03-23 16:38:00.970 [info] [Client Says] {json}
+    2025-03-23 16:38:00.989 [info] [Server Says] {json}
+
+`[Server Says]` is every stdout line, so a server that prints to stdout shows here as a line
+that is not JSON (a finding, as on any stdio channel).
+
+Lines without a timestamp prefix (continuations of multi-line entries) are skipped, and so are
+prefixed lines without a marker, unless they hold a JSON-RPC message: that is an
+`input.unrecognized-line` (a damaged marker or prefix), never a silent skip.
 
 Timestamps are the editor's *local* time with no zone. They are read as if they were UTC, so
 absolute times can be off by the UTC offset of the machine; gaps between lines are right.
@@ -27,17 +46,25 @@ from datetime import UTC, datetime
 
 from ..model import Direction, Event, Vantage
 from .base import InputSource, ReadOptions
+from .events import holds_jsonrpc
 from .hostlog_sessions import LogSessions, is_initialize_request
 from .lines import source_lines
 
 _PREFIX = re.compile(r"\s*(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) \[(\w+)\] ?(.*)", re.S)
 _SNIFF = re.compile(
     rb"^\s*\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[\w+\] "
-    rb"(?:\[editor -> server\]|\[server -> editor\]|\[server stderr\]|Connection state: |Starting server )",
+    rb"(?:\[editor -> server\]|\[server -> editor\]|\[Client Says\]|\[Server Says\]|\[server stderr\]"
+    rb"|Connection state: |Starting server )",
     re.M,
 )
-DIRECTIONS = {"[editor -> server]": Direction.C2S, "[server -> editor]": Direction.S2C}
+DIRECTIONS = {
+    "[editor -> server]": Direction.C2S,
+    "[server -> editor]": Direction.S2C,
+    "[Client Says]": Direction.C2S,
+    "[Server Says]": Direction.S2C,
+}
 _STARTING = "Starting server "
+_STDERR = "[server stderr]"
 
 
 class VSCodeReader:
@@ -57,23 +84,23 @@ class VSCodeReader:
             match = _PREFIX.match(text)
             ts = _epoch(match.group(1)) if match else None
             if match is None:
-                if any(marker in text for marker in DIRECTIONS):
-                    yield factory.anomaly(
-                        raw.number,
-                        None,
-                        sessions.key(None),
-                        "input.unrecognized-line",
-                        f"a message line without a readable timestamp/level prefix: {text[:80]!r}",
+                if any(marker in text for marker in DIRECTIONS) or holds_jsonrpc(text):
+                    yield factory.unread_message(
+                        raw.number, sessions.key(None), text, "a message line without a readable timestamp/level prefix"
                     )
                 continue
             body = match.group(3)
-            marker = body[:18]
+            marker = body[: body.find("]") + 1] if body.startswith("[") else ""
             if marker not in DIRECTIONS:
                 if body.startswith(_STARTING) and not body.startswith(_STARTING + "from "):
                     sessions.restart(None)
                     sessions.labels[None] = body[len(_STARTING) :].strip()
+                elif marker != _STDERR and holds_jsonrpc(body):
+                    yield factory.unread_message(
+                        raw.number, sessions.key(None), text, "a JSON-RPC message after an unknown marker"
+                    )
                 continue
-            payload = body[18:].strip()
+            payload = body[len(marker) :].strip()
             yield from sessions.begin(None, raw.number, ts, initialize=is_initialize_request(payload))
             yield from factory.messages(
                 payload,
