@@ -69,6 +69,10 @@ READER_SAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "claude-desktop": ("tests/fixtures/hostlogs/mcp.log", "tests/fixtures/hostlogs/mcp-server-slow-demo.log"),
     "vscode": ("tests/fixtures/hostlogs/vscode-slow-demo.log", "tests/fixtures/hostlogs/vscode-2025-slow-demo.log"),
+    "python-sdk-log": (
+        "tests/fixtures/hostlogs/pysdk-sse-server-debug.log",
+        "tests/fixtures/hostlogs/pysdk-mcp-logger-debug.log",
+    ),
     "go-sdk": ("tests/fixtures/hostlogs/gosdk-client.log", "tests/fixtures/hostlogs/gosdk-server.log"),
     "ndjson": (
         "tests/fixtures/hostlogs/session.ndjson",

@@ -31,6 +31,7 @@ from cancelwire.readers import (
     claude_desktop,
     gosdk,
     ndjson,
+    pysdk,
     transcript,
     vscode,
 )
@@ -39,7 +40,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hostlogs"
-HOST_READERS: tuple[Reader, ...] = (claude_desktop.READER, vscode.READER, gosdk.READER, ndjson.READER)
+HOST_READERS: tuple[Reader, ...] = (claude_desktop.READER, vscode.READER, pysdk.READER, gosdk.READER, ndjson.READER)
 
 C2S, S2C, NONE = Direction.C2S, Direction.S2C, Direction.NONE
 REQ, NOTE, RES = MessageKind.REQUEST, MessageKind.NOTIFICATION, MessageKind.RESULT
@@ -356,6 +357,9 @@ FIXTURE_FORMATS = {
     "mcp-server-slow-demo.log": "claude-desktop",
     "vscode-slow-demo.log": "vscode",
     "vscode-2025-slow-demo.log": "vscode",
+    "pysdk-sse-server-debug.log": "python-sdk-log",
+    "pysdk-basic-debug.log": "python-sdk-log",
+    "pysdk-mcp-logger-debug.log": "python-sdk-log",
     "gosdk-client.log": "go-sdk",
     "gosdk-server.log": "go-sdk",
     "session.ndjson": "ndjson",
@@ -482,6 +486,7 @@ def test_reading_goes_on_after_garbage(reader: Reader, tmp_path: Path) -> None:
         "claude-desktop": f"2025-06-18T10:00:00.000Z [a] [info] Message from client: {CANCEL}",
         "vscode": f"2025-06-18 10:00:00.000 [info] [editor -> server] {CANCEL}",
         "go-sdk": f"write: {CANCEL}",
+        "python-sdk-log": f"DEBUG:mcp.server.sse:Received JSON: b'{CANCEL}'",
         "ndjson": CANCEL,
     }[reader.name].encode()
     data = b"\x00\xff\xfe\x89PNG\r\n\x1a\n" + bytes(range(256)) + b"\n" + good + b"\n"

@@ -8,7 +8,7 @@ the head of the input wins, unless `--input-format` names one. The readers impor
 from __future__ import annotations
 
 from ..errors import InputError, UnknownFormatError
-from . import claude_desktop, gosdk, ndjson, pcap, transcript, vscode
+from . import claude_desktop, gosdk, ndjson, pcap, pysdk, transcript, vscode
 from .base import Reader, ReadOptions
 from .source import InputSource
 from .walk import expand_inputs
@@ -20,6 +20,7 @@ READERS: tuple[Reader, ...] = (
     pcap.READER,
     claude_desktop.READER,
     vscode.READER,
+    pysdk.READER,
     gosdk.READER,
     ndjson.READER,
 )

@@ -119,18 +119,27 @@ class LogSessions:
     Nothing is emitted until a message needs it: `begin()` yields the group's `SessionStart`
     the first time a message arrives. `restart()` (a host's "Initializing server" line) and an
     `initialize` request in a session that already has messages make the next message open a
-    new session. Memory grows with the number of groups, not with messages. Every host log is
-    stdio as far as it can tell (VS Code logs HTTP servers' messages the same way).
+    new session. Memory grows with the number of groups, not with messages. A host log is stdio as
+    far as it can tell (VS Code logs HTTP servers' messages the same way) unless its reader knows
+    better (`transport`).
     """
 
     def __init__(
-        self, source: InputSource, input_format: str, options: ReadOptions, known: Vantage, *, timestamps: bool = True
+        self,
+        source: InputSource,
+        input_format: str,
+        options: ReadOptions,
+        known: Vantage,
+        *,
+        timestamps: bool = True,
+        transport: Transport = Transport.STDIO,
     ) -> None:
         self.factory = EventFactory(source.name)
         self.source = source.name
         self.input_format = input_format
         self.vantage = options.session_vantage(known)
         self.timestamps = timestamps
+        self.transport = transport
         self._state: dict[str | None, tuple[int, bool]] = {}
         self.labels: dict[str | None, str] = {}
         """Display label per group, when the log names the server (else the group itself)."""
@@ -159,7 +168,7 @@ class LogSessions:
             ts,
             self.factory.origin(line),
             self.key(group),
-            Transport.STDIO,
+            self.transport,
             self.vantage,
             self.input_format,
             label=self.labels.get(group, group),
