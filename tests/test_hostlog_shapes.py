@@ -218,3 +218,33 @@ def test_pysdk_real_server_log_reads_the_recorded_session() -> None:
     assert [(c.request_id, c.method, c.outcome.value) for c in result.cancellations] == [
         (3, "tools/call", "outcome-unverified")
     ]
+
+
+# ------------------------------------------------------------------ logs that hold no messages: named, not guessed
+
+UNREADABLE = {
+    "mcp-remote": (
+        "[26682] Using transport strategy: http-first\n[26682] [Local→Remote] tools/call\n[26682] [Remote→Local] 1\n",
+        "this is mcp-remote's stderr: it names each message's method or id only, with no body and no time, "
+        "so calls and cancels cannot be rebuilt from it",
+    ),
+    "claude-code": (
+        '2026-10-03T04:26:18.442Z [DEBUG] MCP server "spike001": Starting connection with timeout of 30000ms\n'
+        '2026-10-03T04:26:19.001Z [DEBUG] MCP server "spike001": Calling MCP tool: slow\n',
+        "this is a Claude Code debug log: it records tool calls, connections and server stderr, "
+        "not the JSON-RPC messages",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(UNREADABLE))
+def test_logs_without_messages_are_named(tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from cancelwire.cli import main
+
+    text, what = UNREADABLE[kind]
+    path = tmp_path / "posted.log"
+    path.write_text(text, encoding="utf-8")
+    assert main(["audit", str(path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"cancelwire: error: {path}: {what}"
+    assert err[1].startswith("  hint: record the ") and "`cancelwire record -o FILE --`" in err[1]

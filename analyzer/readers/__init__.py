@@ -8,7 +8,7 @@ the head of the input wins, unless `--input-format` names one. The readers impor
 from __future__ import annotations
 
 from ..errors import InputError, UnknownFormatError
-from . import claude_desktop, gosdk, ndjson, pcap, pysdk, transcript, vscode
+from . import claude_desktop, gosdk, ndjson, pcap, pysdk, transcript, unreadable, vscode
 from .base import Reader, ReadOptions
 from .source import InputSource
 from .walk import expand_inputs
@@ -43,6 +43,9 @@ def choose_reader(source: InputSource, forced: str | None) -> Reader:
     for reader in READERS:
         if reader.sniff(head):
             return reader
+    known = unreadable.recognise(head)
+    if known is not None:
+        raise UnknownFormatError(source.name, *known)
     raise UnknownFormatError(
         source.name,
         "cannot tell the input format from its content",
