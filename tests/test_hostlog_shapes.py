@@ -228,6 +228,15 @@ UNREADABLE = {
         "this is mcp-remote's stderr: it names each message's method or id only, with no body and no time, "
         "so calls and cancels cannot be rebuilt from it",
     ),
+    "mcp-remote-debug": (
+        "[2026-04-05T10:00:00.000Z][26682] [Local→Remote] tools/call\n"
+        '[2026-04-05T10:00:00.001Z][26682] Local → Remote message {"method":"tools/call","id":5,'
+        '"params":"{\\"name\\":\\"slow\\"}"}\n'
+        '[2026-04-05T10:00:02.000Z][26682] Remote → Local message {"id":5,"result":"result-present"}\n',
+        "this is mcp-remote's --debug log: it keeps each message's method and id, params cut at 500 characters, "
+        "and neither result bodies nor the params of what the server sends, so calls, progress and cancels "
+        "cannot be rebuilt from it",
+    ),
     "claude-code": (
         '2026-10-03T04:26:18.442Z [DEBUG] MCP server "spike001": Starting connection with timeout of 30000ms\n'
         '2026-10-03T04:26:19.001Z [DEBUG] MCP server "spike001": Calling MCP tool: slow\n',

@@ -4,9 +4,11 @@ recognised by content so the error says what the file is and what to record inst
 * mcp-remote's stderr (`[26682] [Local→Remote] tools/call`, `[26682] [Remote→Local] 1`): each
   message's method or id only, no body and no time. Modelled on the stderr posted in
   github.com/punkpeye/mcp-remote/issues/124 (2025-08-27: the `[pid] ` prefix on every line) and
-  the `[Local→Remote]` / `[Remote→Local]` lines of its `mcpProxy`. Its `--debug` file has times
-  but keeps params cut at 500 characters and never a result's body or a server notification's
-  params, so it is not read either (progress without its token would be a false finding).
+  the `[Local→Remote]` / `[Remote→Local]` lines of its `mcpProxy`. Its `--debug` file
+  (`[ISO time][pid] Local → Remote message {"method":...,"id":...,"params":"..."}`, from its
+  `debugLog`; no posted excerpt found) has times but keeps params cut at 500 characters and never
+  a result's body or a server notification's params, so it is not read either (progress without
+  its token would be a false finding, a result without its body a guess).
 * Claude Code's debug log (`claude --debug`, `~/.claude/debug/*.txt`:
   `2026-10-03T04:26:18.442Z [DEBUG] MCP server "name": Calling MCP tool: x`): tool calls,
   connections and server stderr, never the messages themselves. Modelled on the lines quoted in
@@ -18,13 +20,25 @@ from __future__ import annotations
 
 import re
 
+_RECORD_REMOTE = (
+    "record the session instead: put `cancelwire record -o FILE --` before the mcp-remote command in "
+    "the host's MCP config, or audit the host's own log"
+)
 _KINDS = (
+    (
+        re.compile(
+            rb"^\[\d{4}-[^\]\n]*\]\[\d+\] (?:Local \xe2\x86\x92 Remote|Remote \xe2\x86\x92 Local) message \{", re.M
+        ),
+        "this is mcp-remote's --debug log: it keeps each message's method and id, params cut at 500 characters, "
+        "and neither result bodies nor the params of what the server sends, so calls, progress and cancels "
+        "cannot be rebuilt from it",
+        _RECORD_REMOTE,
+    ),
     (
         re.compile(rb"^\[\d+\] \[(?:Local\xe2\x86\x92Remote|Remote\xe2\x86\x92Local)\] ", re.M),
         "this is mcp-remote's stderr: it names each message's method or id only, with no body and no time, "
         "so calls and cancels cannot be rebuilt from it",
-        "record the session instead: put `cancelwire record -o FILE --` before the mcp-remote command in "
-        "the host's MCP config, or audit the host's own log",
+        _RECORD_REMOTE,
     ),
     (
         re.compile(
