@@ -64,4 +64,4 @@ def write(fmt: str, triage: Triage, out: TextIO, environ: Mapping[str, str]) -> 
         summary = environ.get("GITHUB_STEP_SUMMARY")
         github.write(triage, out, Path(summary) if summary else None)
     else:
-        report.write(triage.result, fmt, out)
+        report.write(triage.result, fmt, out, triage)

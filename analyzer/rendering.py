@@ -76,6 +76,12 @@ def csp_hash(source: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(source.encode()).digest()).decode()
 
 
+def frame_filter(frames: Iterable[int]) -> str | None:
+    """Wireshark's display filter for these frames (None when there are none: the evidence is log lines)."""
+    numbers = sorted(set(frames))
+    return f"frame.number in {{{' '.join(map(str, numbers))}}}" if numbers else None
+
+
 def where(evidence: Mapping[str, Any]) -> str:
     if "frame" in evidence:
         return f"{evidence['source']}#{evidence['frame']}"
@@ -84,12 +90,13 @@ def where(evidence: Mapping[str, Any]) -> str:
     return str(evidence["source"])
 
 
-def write(report: Mapping[str, Any], fmt: str, out: TextIO) -> None:
-    """Text and HTML are written as they are produced; Markdown is fitted under `MARKDOWN_LIMIT` first."""
+def write(report: Mapping[str, Any], fmt: str, out: TextIO, **context: Any) -> None:
+    """Text and HTML are written as they are produced; Markdown is fitted under `MARKDOWN_LIMIT` first.
+    CONTEXT: what a template needs beyond the report (the HTML page's verdict and call numbers)."""
     if fmt == "md":
         out.write(markdown(report))
         return
-    for chunk in environment(fmt).get_template(TEMPLATES[fmt]).generate(report=report):
+    for chunk in environment(fmt).get_template(TEMPLATES[fmt]).generate(report=report, **context):
         out.write(chunk)
 
 

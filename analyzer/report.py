@@ -15,7 +15,8 @@ from typing import Any, Generic, TextIO, TypeVar
 
 import orjson
 
-from . import __version__, rendering
+from . import __version__, html_view, rendering
+from .gates import Triage
 from .model import CancelledCall, Finding, Mark, Origin, Relation, RequestTimeline, Session
 from .results import AuditResult, HowMade
 
@@ -39,8 +40,7 @@ def origin_dict(origin: Origin) -> dict[str, Any]:
 
 
 def display_filter(origins: tuple[Origin, ...] | list[Origin]) -> str | None:
-    frames = sorted({o.frame for o in origins if o.frame is not None})
-    return f"frame.number in {{{' '.join(map(str, frames))}}}" if frames else None
+    return rendering.frame_filter(o.frame for o in origins if o.frame is not None)
 
 
 def _ts(ts: float | None) -> str | None:
@@ -76,9 +76,13 @@ def _finding(f: Finding) -> dict[str, Any]:
 
 def _timeline(tl: RequestTimeline, marks: tuple[Mark, ...] = ()) -> list[dict[str, Any]]:
     entries = tl.entries  # already cut to the entries around the cancel (outcomes.around_cancel)
+    read = tl.verified_by  # the reply of a later read that could have checked the effect, in its place
+    if read is not None:
+        entries = tuple(sorted((*entries, read), key=lambda e: e.seq))
     rows = []
     cancel_ts = tl.cancel.entry.ts if tl.cancel else None
     for e in entries:
+        own = e is not read  # the read belongs to another request: no relation to this one's cancel
         found = [
             {"rule_id": m.rule_id, "rule": m.rule, "severity": m.severity.value, "certainty": m.certainty.value}
             for m in marks
@@ -86,13 +90,13 @@ def _timeline(tl: RequestTimeline, marks: tuple[Mark, ...] = ()) -> list[dict[st
         ]
         rows.append(
             {
-                "kind": e.kind.value,
+                "kind": e.kind.value if own else "read",
                 "side": e.side.value if e.side else None,
                 "method": e.method,
                 "relation": e.relation.value
-                if e.relation
+                if e.relation and own
                 else ("cancel" if tl.cancel and e.seq == tl.cancel.entry.seq else None),
-                "certainty": e.certainty.value if e.relation and e.relation is not Relation.BEFORE else None,
+                "certainty": e.certainty.value if own and e.relation and e.relation is not Relation.BEFORE else None,
                 "offset": None if e.ts is None or cancel_ts is None else round(e.ts - cancel_ts, 6),
                 "time": _ts(e.ts),
                 "evidence": origin_dict(e.origin),
@@ -314,19 +318,22 @@ def _build(result: AuditResult, fmt: str) -> dict[str, Any]:
     return report
 
 
-def render(result: AuditResult, fmt: str) -> str:
+def render(result: AuditResult, fmt: str, triage: Triage | None = None) -> str:
     out = io.StringIO()
-    write(result, fmt, out)
+    write(result, fmt, out, triage)
     return out.getvalue()
 
 
-def write(result: AuditResult, fmt: str, out: TextIO) -> None:
+def write(result: AuditResult, fmt: str, out: TextIO, triage: Triage | None = None) -> None:
     """Write the report as it is produced: memory follows one cancelled call or finding, not all of them.
     The reports people read list the first `SHOWN_PER_RULE` findings of each rule and `SHOWN_PER_OUTCOME`
     cancelled calls of each outcome, and say how many more there are; JSON lists all."""
     report = _build(result, fmt)
     if fmt == "json":
         _write_json(report, out)
+        return
+    if fmt == "html":  # the page leads with the verdict against the gate (default: --fail-on error)
+        html_view.write(report, triage or Triage(result), out)
         return
     rendering.write(report, fmt, out)
 

@@ -1,0 +1,177 @@
+"""The HTML report's structure on the shipped samples: verdict first, findings worst first with links
+that resolve, a section per cancelled call, hostile text inert, the page's own script allowed by hash."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from cancelwire.gates import Triage
+from cancelwire.model import Severity
+from cancelwire.pipeline import audit
+from cancelwire.report import render
+from transcripts import Line, write_transcript
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_captures"
+
+
+class _Page(HTMLParser):
+    """Ids, links, the top-level sections in order, and the findings table's rows."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: list[str] = []
+        self.links: list[str] = []
+        self.sections: list[str] = []
+        self.rows: list[dict[str, str | None]] = []
+        self.depth = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if found.get("id"):
+            self.ids.append(str(found["id"]))
+        if tag == "a" and (found.get("href") or "").startswith("#"):
+            self.links.append(str(found["href"])[1:])
+        if tag in ("section", "nav") and "class" not in found:
+            self.sections.append(str(found.get("id")))
+        if tag == "tr" and "data-rule" in found:
+            self.rows.append(found)
+
+
+def _page(html: str) -> _Page:
+    page = _Page()
+    page.feed(html)
+    return page
+
+
+@pytest.fixture(scope="module")
+def samples_html() -> str:
+    import os
+
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        return render(audit(["sample_captures/"]), "html")
+    finally:
+        os.chdir(cwd)
+
+
+def test_sections_come_verdict_first_and_inventory_last(samples_html: str) -> None:
+    assert _page(samples_html).sections == [
+        "verdict",
+        "contents",
+        "findings-part",
+        "calls",
+        "unjudged",
+        "inputs",
+        "how-made",
+    ]
+    inventory = samples_html.split('<section id="inputs">')[1]
+    assert inventory.startswith("\n<h2>Inputs and sessions</h2>\n<details>\n<summary>33 input(s)")
+
+
+def test_verdict_names_the_gate_that_decided(samples_html: str) -> None:
+    verdict = samples_html.split('<section id="verdict">')[1].split("</section>")[0]
+    assert '<p class="verdict fail">FAIL: 9 new issue(s) at or above the gate (--fail-on error)</p>' in verdict
+    assert re.findall(r"<li>(\d+ × [^<]*)</li>", verdict) == [
+        "2 × CW101 response-after-cancel (error finding)",
+        "2 × CW102 progress-after-cancel (error finding)",
+        "1 × CW104 cancel-of-initialize (error finding)",
+        "1 × CW105 cancel-unknown-request (error finding)",
+        "1 × CW201 write-after-disconnect (error finding)",
+        "1 × CW202 stream-left-open-after-abandon (error finding)",
+        "1 × CW301 non-json-on-stdio (error finding)",
+    ]
+
+
+def test_verdict_of_an_outcome_gate_and_of_a_pass() -> None:
+    sample = str(SAMPLES / "stdio" / "sdk-cancel-slow-tool.jsonl")
+    result = audit([sample])
+    failing = render(result, "html", Triage(result, fail_on=Severity.WARNING))
+    assert '<p class="verdict fail">FAIL: 1 new issue(s) at or above the gate (--fail-on warning)</p>' in failing
+    assert "<li>1 × cancelled call(s) with outcome outcome-unverified (gated as warning by the default gate)</li>" in (
+        failing
+    )
+    passing = render(result, "html", Triage(result, fail_on=Severity.ERROR))
+    assert '<p class="verdict pass">PASS: nothing new at or above the gate (--fail-on error)</p>' in passing
+    assert '<li class="sub">1 new issue(s) below the gate</li>' in passing
+
+
+def test_findings_are_worst_first_then_by_rule_id(samples_html: str) -> None:
+    rows = _page(samples_html).rows
+    order = [({"error": 0, "warning": 1, "info": 2}[str(r["data-severity"])], str(r["data-rule"])) for r in rows]
+    assert order == sorted(order) and len(rows) == 19
+    assert [r["data-rule"] for r in rows][:3] == ["CW101", "CW101", "CW102"]
+    assert {r["data-outcome"] for r in rows} == {"", "late-result-violation", "outcome-unverified"}
+
+
+def test_every_link_resolves_and_findings_about_calls_link_them(samples_html: str) -> None:
+    page = _page(samples_html)
+    assert len(page.ids) == len(set(page.ids))
+    assert sorted(set(page.links) - set(page.ids)) == []
+    calls = [i for i in page.ids if re.fullmatch(r"call-\d+", i)]
+    assert calls == [f"call-{n}" for n in range(1, 15)]
+    for row in page.rows:
+        if row["data-outcome"]:
+            assert f"call-{row['data-call']}" in calls
+
+
+def test_the_verifying_read_is_shown(samples_html: str) -> None:
+    call = samples_html.split('<section class="call" id="call-14">')[1].split("</section>")[0]
+    assert (
+        '<p class="read">Verifying read: <b>read_ledger</b> answered at <span class="mono">:11</span>, '
+        "+2.007 s from the cancel.</p>"
+    ) in call
+    assert '<td class="server"><b>verifying read</b> read_ledger<br>' in call
+
+
+def test_capture_calls_give_frames_and_the_wireshark_filter(samples_html: str) -> None:
+    call = samples_html.split('<section class="call" id="call-1">')[1].split("</section>")[0]
+    assert "Wireshark display filter for this call: <code>frame.number in {4 6 8 10 12 14 16 18 20}</code>" in call
+    assert "<b>client closed the stream</b>" in call and "stream-closed-by-client" not in call
+
+
+def _flood(tmp_path: Path, progress: int) -> Path:
+    init = {"protocolVersion": "2025-11-25"}
+    call = {"name": "t", "_meta": {"progressToken": 1}}
+    lines: list[Line] = [
+        (1.0, "c2s", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}),
+        (1.1, "s2c", {"jsonrpc": "2.0", "id": 0, "result": init}),
+        (2.0, "c2s", {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}),
+    ]
+    for i in range(progress):
+        params = {"progressToken": 1, "progress": i, "message": "<b>" + "x" * 300}
+        lines.append((2.1 + i / 1000, "s2c", {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}))
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+    lines.append((3.0, "c2s", cancel))
+    return write_transcript(tmp_path / "flood.jsonl", lines)
+
+
+def test_a_flooding_call_collapses_its_run_and_truncates_excerpts(tmp_path: Path) -> None:
+    html = render(audit([str(_flood(tmp_path, 40))]), "html")
+    call = html.split('<section class="call" id="call-1">')[1].split("</section>")[0]
+    # the request, the run of progress kept before the cancel, the cancel, the end of the recording
+    assert re.findall(r'<tr id="call-1-(\d+)"', call) == ["0", "1", "11", "12"]
+    assert "<summary>10 progress messages like this, collapsed</summary>" in call
+    assert '<details class="excerpt"><summary><span class="mono">' in call
+    assert "&lt;b&gt;" in call and "<b>xx" not in call
+
+
+def test_hostile_payloads_render_as_text(tmp_path: Path) -> None:
+    hostile = '"><img src=x onerror=alert(1)><script>alert(2)</script>'
+    init = {"protocolVersion": "2025-11-25"}
+    lines: list[Line] = [
+        (1.0, "c2s", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}),
+        (1.1, "s2c", {"jsonrpc": "2.0", "id": 0, "result": init}),
+        (2.0, "c2s", {"jsonrpc": "2.0", "id": hostile, "method": "tools/call", "params": {"name": hostile}}),
+        (2.5, "c2s", {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": hostile}}),
+        (3.0, "s2c", {"jsonrpc": "2.0", "id": hostile, "result": {"text": hostile}}),
+    ]
+    html = render(audit([str(write_transcript(tmp_path / "h.jsonl", lines))]), "html")
+    assert hostile not in html and "<img" not in html and html.count("<script") == 1
+    assert "&#34;&gt;&lt;img src=x onerror=alert(1)&gt;&lt;script&gt;" in html
+    assert json.dumps(hostile) not in html
