@@ -19,6 +19,7 @@ import textwrap
 import threading
 import traceback
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
@@ -36,6 +37,7 @@ from .pipeline import AuditOptions, audit
 from .policy import gate_option, parse_gates
 from .progress import progress_bar
 from .results import AuditResult, ExitStatus
+from .spool import Spool
 
 T = TypeVar("T")
 #: Stale baseline entries listed on stderr (the SARIF report lists every one).
@@ -170,9 +172,10 @@ def _audit(args: argparse.Namespace) -> int:
                 files[option] = AtomicOutput(path, option)
         table = AtomicOutput(args.exchanges, "--exchanges") if args.exchanges else None
         dataset = DatasetWriter(args.dataset) if args.dataset else None
+        rows = _ExchangeRows(reports, dataset)
         with _progress(args) as progress:
-            also = dataset.add_exchange if dataset else None
-            result = _audit_with_table(args.paths, options, table, Fleet(args.jobs, args.dask, progress), also)
+            result = _audit_with_table(args.paths, options, table, Fleet(args.jobs, args.dask, progress), rows.add)
+        result = rows.kept_in(result)
         try:
             triage = Triage(
                 result,
@@ -199,6 +202,24 @@ def _audit(args: argparse.Namespace) -> int:
     if args.baseline:
         _stale(args.baseline, triage.tally().stale)
     return status
+
+
+class _ExchangeRows:
+    """Where each exchange row goes besides --exchanges: the dataset, and a spool for the HTML report's
+    charts (drawn from the exchange table) when an HTML report is asked for."""
+
+    def __init__(self, reports: list[Output], dataset: DatasetWriter | None) -> None:
+        self.dataset = dataset
+        self.spool: Spool[dict[str, Any]] | None = Spool() if any(r.format == "html" for r in reports) else None
+
+    def add(self, row: dict[str, Any]) -> None:
+        if self.dataset is not None:
+            self.dataset.add_exchange(row)
+        if self.spool is not None:
+            self.spool.append(row)
+
+    def kept_in(self, result: AuditResult) -> AuditResult:
+        return result if self.spool is None else replace(result, exchanges=self.spool)
 
 
 def _output_targets(args: argparse.Namespace, reports: list[Output]) -> list[tuple[str, Path]]:

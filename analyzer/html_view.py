@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from . import rendering
+from . import overview, rendering
 from .gates import IssueKind, Triage
 from .policy import DEFAULT_GATES, OUTCOME_HELP
 
@@ -181,6 +181,7 @@ def write(report: dict[str, Any], triage: Triage, out: TextIO) -> None:
         "verdict": verdict(triage),
         "calls": calls,
         "worst": worst(report["findings"]),
+        "charts": overview.charts_of(triage.result, report["summary"]["by_outcome"]),
         "outcome_help": OUTCOME_HELP,
         "kind_words": KIND_WORDS,
         "relation_words": RELATION_WORDS,

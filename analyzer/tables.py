@@ -23,6 +23,9 @@ Columns:
     progress        number of progress notifications
     entries         number of messages and transport events on the request's timeline
     first_evidence  where the request was read (file:line or file#frame)
+    cancel_ts       epoch seconds of the cancel in force; NaN when not cancelled or without timestamps
+    last_ts         epoch seconds of the request's last message (either side, the cancel included; past the
+                    entry limit, the first of the last counted run); NaN without timestamps
 
 In CSV, a text cell (every column above but the numbers, timestamps and `cancelled`) that begins with
 `=`, `+`, `-`, `@`, tab or carriage return gets a leading single quote, so a spreadsheet shows the
@@ -64,7 +67,22 @@ COLUMNS: dict[str, str] = {
     "progress": "Int64",
     "entries": "Int64",
     "first_evidence": "string",
+    "cancel_ts": "float64",
+    "last_ts": "float64",
 }
+#: Transport facts and the recording's end are no messages (for `last_ts`).
+_NOT_MESSAGES = frozenset(
+    {
+        EntryKind.STREAM_OPENED,
+        EntryKind.STREAM_CLOSED_BY_CLIENT,
+        EntryKind.STREAM_CLOSED_BY_SERVER,
+        EntryKind.STREAM_RESET_BY_CLIENT,
+        EntryKind.STREAM_RESET_BY_SERVER,
+        EntryKind.RECEIVE_WINDOW_ZERO,
+        EntryKind.SERVER_BYTES,
+        EntryKind.RECORDING_ENDED,
+    }
+)
 
 
 def row(timeline: RequestTimeline, cancelled: CancelledCall | None) -> dict[str, Any]:
@@ -72,6 +90,8 @@ def row(timeline: RequestTimeline, cancelled: CancelledCall | None) -> dict[str,
     reply = next((e for e in timeline.entries if e.kind in (EntryKind.RESULT, EntryKind.ERROR_RESULT)), None)
     start, end = first.ts, reply.ts if reply else None
     nan = float("nan")
+    cancel_ts = timeline.cancel.entry.ts if timeline.cancel else None
+    last = next((e.ts for e in reversed(timeline.entries) if e.kind not in _NOT_MESSAGES), None)
     return {
         "session": timeline.session_key,
         "requester": timeline.requester.value,
@@ -92,6 +112,8 @@ def row(timeline: RequestTimeline, cancelled: CancelledCall | None) -> dict[str,
         "progress": sum(e.repeats for e in timeline.entries if e.kind is EntryKind.PROGRESS),
         "entries": sum(e.repeats for e in timeline.entries),
         "first_evidence": first.origin.display(),
+        "cancel_ts": nan if cancel_ts is None else cancel_ts,
+        "last_ts": nan if last is None else last,
     }
 
 

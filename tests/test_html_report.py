@@ -8,7 +8,9 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
+import cancelwire
 import pytest
+from cancelwire import charts
 from cancelwire.gates import Triage
 from cancelwire.model import Severity
 from cancelwire.pipeline import audit
@@ -55,7 +57,7 @@ def samples_html() -> str:
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
-        return render(audit(["sample_captures/"]), "html")
+        return render(cancelwire.audit(["sample_captures/"]), "html")  # keeps the exchange table
     finally:
         os.chdir(cwd)
 
@@ -64,6 +66,7 @@ def test_sections_come_verdict_first_and_inventory_last(samples_html: str) -> No
     assert _page(samples_html).sections == [
         "verdict",
         "contents",
+        "overview",
         "findings-part",
         "calls",
         "unjudged",
@@ -175,3 +178,36 @@ def test_hostile_payloads_render_as_text(tmp_path: Path) -> None:
     assert hostile not in html and "<img" not in html and html.count("<script") == 1
     assert "&#34;&gt;&lt;img src=x onerror=alert(1)&gt;&lt;script&gt;" in html
     assert json.dumps(hostile) not in html
+
+
+def test_overview_charts_are_drawn_from_the_exchange_table(samples_html: str) -> None:
+    overview = samples_html.split('<section id="overview">')[1].split("</section>")[0]
+    assert re.findall(r'<figure id="([^"]+)">', overview) == [
+        "chart-outcomes",
+        "chart-findings",
+        "chart-after-cancel",
+        "chart-latency",
+    ]
+    outcomes = overview.split('<figure id="chart-outcomes">')[1].split("</figure>")[0]
+    assert re.findall(r"<desc>([^<]*)</desc>", outcomes) == [
+        "late-result-violation: 4 call(s); outcome-unverified: 8 call(s); verified-by-read: 1 call(s); clean: 1 call(s)"
+    ]
+    findings = overview.split('<figure id="chart-findings">')[1].split("</figure>")[0]
+    desc = re.findall(r"<desc>([^<]*)</desc>", findings)[0]
+    assert desc.startswith("CW101 response-after-cancel: 4 finding(s) (2 error, 2 warning); CW102 progress-after")
+    assert desc.endswith("CW907 capture-no-mcp: 1 finding(s) (1 info)")
+    latency = overview.split('<figure id="chart-latency">')[1].split("</figure>")[0]
+    assert "tools/list: median " in latency and "12 request(s) without a timed reply are not drawn." in latency
+    assert "<svg" not in samples_html.split('<section id="overview">')[0]
+
+
+def test_charts_escape_labels_and_say_what_they_show() -> None:
+    svg = charts.bars("calls <by> tool", [charts.Bar("<script>x</script>", (("error", 3), ("info", 1)))], "call(s)")
+    assert svg.startswith('<svg class="chart" role="img" viewBox="0 0 590 56" width="590" height="56"')
+    assert 'aria-label="calls &lt;by&gt; tool"><title>calls &lt;by&gt; tool</title>' in svg
+    assert "<desc>&lt;script&gt;x&lt;/script&gt;: 4 call(s) (3 error, 1 info)</desc>" in svg
+    assert "<script" not in svg and " style=" not in svg
+    box = charts.boxes("t", [charts.Box(label="a", count=3, low=0.0, q1=0.001, median=0.01, q3=0.1, high=2.0)])
+    ticks = re.findall(r'class="tick"[^>]*>([^<]*)<', box)
+    assert ticks == ["0.1 ms", "1 ms", "10 ms", "100 ms", "1 s", "10 s"]
+    assert "<title>a: 3 call(s), median 10 ms, quartiles 1 ms to 100 ms, range 0 ms to 2 s</title>" in box
