@@ -77,11 +77,14 @@ def verdict(triage: Triage) -> Verdict:
         notes.append(f"{tally.known} issue(s) known to the baseline do not count")
     if tally.suppressed:
         notes.append(f"{tally.suppressed} issue(s) accepted in the settings file do not count")
-    gate = "the gate is off (--fail-on never)" if fail_on is None else f"--fail-on {fail_on.value}"
+    new = sum(tally.new.values())
+    if fail_on is None:
+        notes.append(f"{new} new issue(s), none of which can fail the run")
+        return Verdict(True, "PASS: the gate is off (--fail-on never)", (), tuple(notes))
+    gate = f"--fail-on {fail_on.value}"
     if not failing:
-        below = sum(tally.new.values())
-        if below:
-            notes.append(f"{below} new issue(s) below the gate")
+        if new:
+            notes.append(f"{new} new issue(s) below the gate")
         return Verdict(True, f"PASS: nothing new at or above the gate ({gate})", (), tuple(notes))
     decided = tuple(_decided(triage, kind, title, severity, n) for (kind, title, severity), n in _ranked(failing))
     total = sum(failing.values())

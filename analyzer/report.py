@@ -11,11 +11,13 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Generic, TextIO, TypeVar
 
 import orjson
 
 from . import __version__, html_view, rendering
+from .catalog import load_catalog
 from .gates import Triage
 from .model import CancelledCall, Finding, Mark, Origin, Relation, RequestTimeline, Session
 from .results import AuditResult, HowMade
@@ -188,8 +190,25 @@ def _unjudged(result: AuditResult) -> list[str]:
         by_session.setdefault((skip.session_key, skip.reason), []).append(skip.rule)
     for (session_key, reason), rules in by_session.items():
         notes.append(f"{session_key}: {reason}, so not judged: {', '.join(rules)}")
+    return notes + _unreported(result)
+
+
+def _unreported(result: AuditResult) -> list[str]:
+    """Problems the readers named that no selected rule reports, in the words of the rule that would."""
+    if not result.unruled_anomalies:
+        return []
+    reporting = {
+        name: rule for rule in load_catalog(Path(d) for d in result.made.rule_dirs) for name in rule.condition.anomalies
+    }
+    notes = []
     for name, count in sorted(result.unruled_anomalies.items()):
-        notes.append(f"{count} problem(s) named {name} have no rule selected to report them")
+        rule = reporting.get(name)
+        if rule is None:
+            notes.append(f"{count} problem(s) of a kind no rule reports ({name})")
+        else:
+            notes.append(
+                f"{count} problem(s) not reported because {rule.id} {rule.slug} is not selected: {rule.summary}"
+            )
     return notes
 
 

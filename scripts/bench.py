@@ -6,6 +6,7 @@
     .venv/bin/python scripts/bench.py all
     .venv/bin/python scripts/bench.py profile [--size-gb 0.1] [--top 30]
     .venv/bin/python scripts/bench.py fleet [--recordings 1000] [--repeat 3]     (see bench_fleet.py)
+    .venv/bin/python scripts/bench.py report [--repeat 3]     (the HTML report of a large audit; bench_report.py)
 
 Not a test: it prints numbers. Generated inputs are cached under bench-data/ (git-ignored), keyed by
 size, so only the first run pays for them. Every measured command runs in a fresh subprocess; its peak
@@ -984,7 +985,7 @@ def bench_fleet(count: int, timeout: float | None, repeat: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("case", choices=["stdio", "pcap", "all", "profile", "fleet", "_pcap-server"])
+    parser.add_argument("case", choices=["stdio", "pcap", "all", "profile", "fleet", "report", "_pcap-server"])
     parser.add_argument("--recordings", type=int, default=1000, help="fleet: small recordings (default 1000)")
     parser.add_argument("port", nargs="?", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--size-gb", type=float, default=1.0, help="stdio transcript size (default 1.0)")
@@ -1017,6 +1018,10 @@ def main(argv: list[str] | None = None) -> int:
         bench_pcap(args.packets, args.timeout)
     if args.case == "fleet":
         bench_fleet(args.recordings, args.timeout, max(1, args.repeat))
+    if args.case == "report":
+        import bench_report
+
+        bench_report.run(DATA, measure, PY, args.timeout, max(1, args.repeat))
     return 0
 
 

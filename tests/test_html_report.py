@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
 import cancelwire
 import pytest
-from cancelwire import charts
+from cancelwire import charts, html_view
 from cancelwire.gates import Triage
 from cancelwire.model import Severity
 from cancelwire.pipeline import audit
@@ -126,7 +128,8 @@ def test_every_link_resolves_and_findings_about_calls_link_them(samples_html: st
 def test_the_verifying_read_is_shown(samples_html: str) -> None:
     call = samples_html.split('<section class="call" id="call-14">')[1].split("</section>")[0]
     assert (
-        '<p class="read">Verifying read: <b>read_ledger</b> answered at <span class="mono">:11</span>, '
+        '<p class="read">Verifying read: <b>read_ledger</b> answered at '
+        '<span class="mono">sample_captures/stdio/sdk-cancel-then-verify-by-read.jsonl:11</span>, '
         "+2.007 s from the cancel.</p>"
     ) in call
     assert '<td class="server"><b>verifying read</b> read_ledger<br>' in call
@@ -211,3 +214,58 @@ def test_charts_escape_labels_and_say_what_they_show() -> None:
     ticks = re.findall(r'class="tick"[^>]*>([^<]*)<', box)
     assert ticks == ["0.1 ms", "1 ms", "10 ms", "100 ms", "1 s", "10 s"]
     assert "<title>a: 3 call(s), median 10 ms, quartiles 1 ms to 100 ms, range 0 ms to 2 s</title>" in box
+
+
+def test_verdict_with_the_gate_off() -> None:
+    result = audit([str(SAMPLES / "stdio" / "handwritten-client-cancels-unknown-id.jsonl")])
+    page = render(result, "html", Triage(result, fail_on=None))
+    assert '<p class="verdict pass">PASS: the gate is off (--fail-on never)</p>' in page
+    assert '<li class="sub">2 new issue(s), none of which can fail the run</li>' in page
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "cancelwire", "audit", *args]
+    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False)
+
+
+def test_the_command_line_page_fails_on_its_gate_and_draws_every_chart() -> None:
+    done = _cli("sample_captures/stdio/sdk-cancel-slow-tool.jsonl", "--format", "html", "--fail-on", "warning")
+    assert done.returncode == 1, done.stderr
+    assert '<p class="verdict fail">FAIL: 1 new issue(s) at or above the gate (--fail-on warning)</p>' in done.stdout
+    for chart in ("after-cancel", "latency"):  # drawn from the exchange table, kept for the page
+        assert re.search(
+            f'<figure id="chart-{chart}">\n<figcaption>[^<]*</figcaption>\n<svg class="chart"', done.stdout
+        )
+    findings = '<figure id="chart-findings">\n<figcaption>Findings by rule and severity</figcaption>\n'
+    assert findings + '<p class="sub">No findings.</p></figure>' in done.stdout
+    assert "The exchange table was not kept" not in done.stdout
+
+
+def test_unreported_problems_are_named_in_words() -> None:
+    done = _cli("sample_captures/http/http-client-stops-reading.pcapng", "--select", "CW101", "--format", "json")
+    notes = json.loads(done.stdout)["unjudged"]
+    assert (
+        "1 problem(s) not reported because CW206 sse-event-cut-off is not selected: An SSE event was cut off "
+        "when its stream ended (FIN, RST or end of capture)"
+    ) in notes
+    assert not [n for n in notes if "sse.partial-event" in n]
+
+
+def test_calls_past_the_drawn_cap_are_rows_without_dead_links(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(html_view, "CALLS_DRAWN", 2)
+    init = {"protocolVersion": "2025-11-25"}
+    lines: list[Line] = [
+        (0.0, "c2s", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}),
+        (0.1, "s2c", {"jsonrpc": "2.0", "id": 0, "result": init}),
+    ]
+    for i in range(1, 5):  # each answered after its cancel: a CW101 finding per call
+        lines.append((float(i), "c2s", {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "t"}}))
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": i}}
+        lines.append((i + 0.1, "c2s", cancel))
+        lines.append((i + 0.5, "s2c", {"jsonrpc": "2.0", "id": i, "result": {}}))
+    html = render(audit([str(write_transcript(tmp_path / "four.jsonl", lines))]), "html")
+    page = _page(html)
+    assert sorted(set(page.links) - set(page.ids)) == []
+    assert [i for i in page.ids if re.fullmatch(r"call-\d+", i)] == ["call-1", "call-2"]
+    assert [r["data-call"] for r in page.rows if r["data-rule"] == "CW101"] == ["1", "2", "3", "4"]
+    assert "Timelines are drawn for the first 2 listed calls only, so the page stays light; the other 2 are" in html

@@ -1,0 +1,150 @@
+"""`scripts/bench.py report`: how long the HTML report of a large audit takes, how big it is, and
+whether a browser opens it without stalling (not a test: it prints numbers).
+
+The recordings: SESSIONS stdio sessions (a file each), REQUESTS requests in all, every tenth one a cancelled
+tools/call (CANCELLED in all) with a mix of outcomes: a late result, a flood of progress after the
+cancel, silence from a side-effecting tool, silence from a read-only tool, and silence checked by a
+later read. Each run is a fresh `cancelwire audit FILE --format html` process; the same audit with
+`--format json` is the baseline, so the difference is the page's own cost. When Debian's chromium is
+installed, it loads the page headless (`--dump-dom`) and the time until it has the whole DOM is shown.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REQUESTS = 10_000
+CANCELLED = 1_000
+SESSIONS = 20
+TOOLS = {"slow_write": False, "lookup": True, "append_ledger": False, "read_ledger": True}
+
+
+def _line(ts: float, direction: str, message: dict[str, Any]) -> str:
+    return json.dumps({"ts": round(ts, 4), "dir": direction, "line": json.dumps(message)}) + "\n"
+
+
+def _session(index: int, calls: int, ts: float) -> list[str]:
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
+    server = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": f"srv{index}"}}
+    tools = [{"name": name, "annotations": {"readOnlyHint": ro}} for name, ro in TOOLS.items()]
+    out = [
+        _line(ts, "c2s", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}),
+        _line(ts + 0.01, "s2c", {"jsonrpc": "2.0", "id": 0, "result": server}),
+        _line(ts + 0.02, "c2s", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        _line(ts + 0.03, "s2c", {"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}}),
+    ]
+    for i in range(2, calls + 2):
+        ts += 0.2
+        out += _call(i, ts)
+    return out
+
+
+def _call(i: int, ts: float) -> list[str]:
+    if i % 10:
+        method = "ping" if i % 3 == 0 else "tools/call"
+        params = {} if method == "ping" else {"name": "lookup", "arguments": {"q": i}}
+        return [
+            _line(ts, "c2s", {"jsonrpc": "2.0", "id": i, "method": method, "params": params}),
+            _line(ts + 0.003 + (i % 7) * 0.01, "s2c", {"jsonrpc": "2.0", "id": i, "result": {"content": []}}),
+        ]
+    kind = (i // 10) % 5
+    tool = ("slow_write", "slow_write", "append_ledger", "lookup", "append_ledger")[kind]
+    meta = {"progressToken": i}
+    call = {"name": tool, "arguments": {"payload": "x" * 200}, "_meta": meta}
+    out = [_line(ts, "c2s", {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": call})]
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": i, "reason": "user"}}
+    out.append(_line(ts + 0.05, "c2s", cancel))
+    if kind == 0:  # a late result
+        out.append(_line(ts + 0.09, "s2c", {"jsonrpc": "2.0", "id": i, "result": {"content": []}}))
+    elif kind == 1:  # a flood of progress after the cancel
+        for n in range(40):
+            progress = {"progressToken": i, "progress": n, "message": "still going " + "y" * 300}
+            out.append(
+                _line(
+                    ts + 0.06 + n * 0.001,
+                    "s2c",
+                    {"jsonrpc": "2.0", "method": "notifications/progress", "params": progress},
+                )
+            )
+    elif kind == 4:  # checked by a later read
+        read = {"name": "read_ledger", "arguments": {}}
+        out.append(_line(ts + 0.1, "c2s", {"jsonrpc": "2.0", "id": f"r{i}", "method": "tools/call", "params": read}))
+        out.append(_line(ts + 0.11, "s2c", {"jsonrpc": "2.0", "id": f"r{i}", "result": {"content": []}}))
+    return out
+
+
+def ensure(folder: Path) -> Path:
+    """SESSIONS recordings of REQUESTS / SESSIONS requests each (one stdio session per file)."""
+    if folder.exists():
+        return folder
+    temp = folder.with_name(folder.name + ".partial")
+    temp.mkdir(parents=True, exist_ok=True)
+    header = json.dumps({"cancelwire_transcript": 1, "transport": "stdio", "vantage": "proxy"}) + "\n"
+    for index in range(SESSIONS):
+        with open(temp / f"session-{index:03}.jsonl", "w") as out:
+            out.write(header)
+            out.writelines(_session(index, REQUESTS // SESSIONS - 2, 1_800_000_000.0 + index * 10_000))
+    temp.rename(folder)
+    return folder
+
+
+def _chromium(page: Path, timeout: float) -> tuple[float, str] | None:
+    """Seconds until headless chromium has loaded PAGE and run its scripts, and the DOM it then had."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="cancelwire-bench-chromium-") as profile:
+        argv = [chromium, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}", "--dump-dom"]
+        start = time.perf_counter()
+        done = subprocess.run([*argv, page.as_uri()], capture_output=True, timeout=timeout, check=False, text=True)
+        wall = time.perf_counter() - start
+    return (wall, done.stdout) if done.returncode == 0 else None
+
+
+def browser_load(page: Path, timeout: float) -> str:
+    """The page's load time in headless chromium against an empty page's (chromium's own start-up)."""
+    blank = page.with_name("blank.html")
+    blank.write_text("<!DOCTYPE html><title>blank</title>")
+    floor, loaded = _chromium(blank, timeout), _chromium(page, timeout)
+    if floor is None or loaded is None:
+        return "not measured (no chromium, or it failed)"
+    shown = re.search(r'id="findings-shown"[^>]*>([^<]*)<', loaded[1])
+    script = f"its script ran ({shown.group(1)})" if shown and shown.group(1) else "its script did not run"
+    return f"{loaded[0]:.2f} s, an empty page {floor[0]:.2f} s; {script}"
+
+
+def run(data: Path, measure: Callable[..., Any], py: str, timeout: float | None, repeat: int) -> None:
+    path = ensure(data / f"report-{REQUESTS}-{CANCELLED}")
+    print(f"report  {REQUESTS} requests, {CANCELLED} cancelled, {SESSIONS} sessions ({path})")
+    page = data / "report-bench.html"
+    base = [py, "-m", "cancelwire", "audit", str(path), "--fail-on", "never"]
+    best: dict[str, Any] = {}
+    for n in range(repeat):
+        for fmt, out in (("json", "/dev/null"), ("html", str(page))):
+            result = measure(f"--format {fmt}", [*base, "--format", fmt, "-o", out], timeout=timeout)
+            if not result.ok:
+                print(f"  --format {fmt} failed: {result.stderr.strip()[-400:]}")
+                return
+            print(
+                f"  run {n + 1}/{repeat}: --format {fmt:<5} wall {result.wall:6.2f} s, CPU {result.cpu:6.2f} s, "
+                f"RSS {result.rss_mb:.0f} MB"
+            )
+            if fmt not in best or result.cpu < best[fmt].cpu:
+                best[fmt] = result
+    html = page.read_text()
+    sections = html.count('<section class="call"')
+    print(
+        f"  fastest: json CPU {best['json'].cpu:.2f} s, html CPU {best['html'].cpu:.2f} s "
+        f"(the page's own cost {best['html'].cpu - best['json'].cpu:+.2f} s); page {len(html) / 2**20:.1f} MB, "
+        f"{html.count('<')} tags, {sections} call sections, "
+        f"{html.count('<tr data-severity=')} finding rows"
+    )
+    print("  chromium --headless --dump-dom: " + browser_load(page, timeout or 300))
