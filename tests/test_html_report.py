@@ -163,6 +163,7 @@ def test_a_flooding_call_collapses_its_run_and_truncates_excerpts(tmp_path: Path
     # the request, the run of progress kept before the cancel, the cancel, the end of the recording
     assert re.findall(r'<tr id="call-1-(\d+)"', call) == ["0", "1", "11", "12"]
     assert "<summary>10 progress messages like this, collapsed</summary>" in call
+    assert "around the cancel: 30 earlier and 0 later message(s) of this call are not in it.</p>" in call
     assert '<details class="excerpt"><summary><span class="mono">' in call
     assert "&lt;b&gt;" in call and "<b>xx" not in call
 
