@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from . import __version__
+from . import __version__, jsonrpc
 from .errors import BaselineError
 from .files import read_regular
 
@@ -161,6 +161,6 @@ def write(path: Path, issues: Iterable[Issue]) -> int:
         out.write(orjson.dumps(header) + b"\n")
         for issue in issues:
             if issue.suppressed is None:
-                out.write(orjson.dumps(entry(issue)) + b"\n")
+                out.write(jsonrpc.dumps(entry(issue)) + b"\n")
                 count += 1
     return count

@@ -39,6 +39,11 @@ def excerpt(text: str | bytes) -> str:
     return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + f"… ({len(text)} chars)"
 
 
+INEXACT = Problem("jsonrpc.inexact-integer", "an integer beyond 64 bits was read as a float")
+"""An internal signal, never reported: orjson reads an integer beyond 64 bits as a float, so an id, a
+`requestId` or a `progressToken` that is one is read again, exactly, by the standard library."""
+
+
 def decode_text(text: str | bytes) -> Decoded | None:
     """Parse JSON text; None when it is not JSON at all (the caller names that anomaly)."""
     try:
@@ -47,7 +52,25 @@ def decode_text(text: str | bytes) -> Decoded | None:
         value = _lenient_loads(text)
         if value is _ABSENT:
             return None
-    return classify(value, excerpt(text))
+        return classify(value, excerpt(text), exact=True)
+    return classify_text(value, text)
+
+
+def classify_text(value: Any, text: str | bytes) -> Decoded:
+    """`classify` for a VALUE orjson parsed from TEXT: read again exactly when an id needs it."""
+    decoded = classify(value, excerpt(text))
+    if INEXACT in decoded.problems:
+        exact = _lenient_loads(text)  # _ABSENT only past the standard library's nesting limit
+        decoded = classify(value if exact is _ABSENT else exact, excerpt(text), exact=True)
+    return decoded
+
+
+def dumps(value: Any, *, indent: bool = False) -> bytes:
+    """JSON bytes for VALUE; exact for integers beyond 64 bits, which orjson cannot write."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else None)
+    except orjson.JSONEncodeError:
+        return json.dumps(value, indent=2 if indent else None, ensure_ascii=False).encode("utf-8", "replace")
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -99,31 +122,40 @@ def _without_surrogates(value: Any) -> Any:
     return value
 
 
-def _valid_id(value: Any) -> bool:
-    return isinstance(value, str | int) and not isinstance(value, bool)
+def _id_problem(msg_id: Any, exact: bool) -> Problem | None:
+    """What is wrong with an id that is not a plain str, int or null (an int subclass may be fine)."""
+    if isinstance(msg_id, str | int) and not isinstance(msg_id, bool):
+        return None
+    if msg_id.__class__ is float and not exact:
+        return INEXACT
+    return Problem("jsonrpc.invalid-message", f"id must be a string or an integer, got {msg_id!r:.60}")
 
 
-def classify(value: Any, raw_excerpt: str) -> Decoded:
+def classify(value: Any, raw_excerpt: str, *, exact: bool = False) -> Decoded:
+    """The messages in VALUE; EXACT when its integers are exact (a float id then is a float)."""
     if isinstance(value, list):
         if not value:
             return Decoded((), (Problem("jsonrpc.empty-batch", "an empty JSON array is not a message"),), True)
         messages: list[Message] = []
         problems: list[Problem] = []
         for item in value:
-            one = classify_one(item, excerpt(orjson.dumps(item)))
+            one = classify_one(item, excerpt(dumps(item)), exact=exact)
             if isinstance(one, Message):
                 messages.append(one)
             else:
                 problems.append(one)
         return Decoded(tuple(messages), tuple(problems), True)
-    one = classify_one(value, raw_excerpt)
+    one = classify_one(value, raw_excerpt, exact=exact)
     if isinstance(one, Message):
         return Decoded((one,), ())
     return Decoded((), (one,))
 
 
-def classify_one(value: Any, raw_excerpt: str) -> Message | Problem:
-    """One JSON value (not a batch): the message it is, or the problem that keeps it from being one."""
+def classify_one(  # noqa: C901 - once per message: a helper call for the float checks cost 20 %, inline 7 %
+    value: Any, raw_excerpt: str, *, exact: bool = False
+) -> Message | Problem:
+    """One JSON value (not a batch): the message it is, or the problem that keeps it from being one;
+    `INEXACT` when an id or token is a float that may be an integer beyond 64 bits (not EXACT)."""
     if not isinstance(value, dict):
         return Problem("jsonrpc.invalid-message", f"a JSON {type(value).__name__} is not a JSON-RPC message")
     get = value.get  # one bound method: this runs once per message
@@ -131,9 +163,10 @@ def classify_one(value: Any, raw_excerpt: str) -> Message | Problem:
         return Problem("jsonrpc.invalid-message", 'missing or wrong "jsonrpc": "2.0" member')
     msg_id = get("id", _ABSENT)
     id_class = msg_id.__class__
-    ordinary_id = id_class is int or id_class is str or msg_id is None or msg_id is _ABSENT
-    if not ordinary_id and not _valid_id(msg_id):
-        return Problem("jsonrpc.invalid-message", f"id must be a string or an integer, got {msg_id!r:.60}")
+    if not (id_class is int or id_class is str or msg_id is None or msg_id is _ABSENT):
+        problem = _id_problem(msg_id, exact)
+        if problem is not None:
+            return problem
     method = get("method")
     if method is not None:
         if not isinstance(method, str):
@@ -141,7 +174,14 @@ def classify_one(value: Any, raw_excerpt: str) -> Message | Problem:
         params = get("params")
         payload: Mapping[str, Any] = params if isinstance(params, dict) else {}
         if msg_id is _ABSENT:
+            if (
+                payload.get("requestId").__class__ is float or payload.get("progressToken").__class__ is float
+            ) and not exact:
+                return INEXACT
             return Message(MessageKind.NOTIFICATION, None, method, payload, raw_excerpt, False)
+        meta = payload.get("_meta")
+        if meta.__class__ is dict and meta.get("progressToken").__class__ is float and not exact:
+            return INEXACT
         return Message(MessageKind.REQUEST, msg_id, method, payload, raw_excerpt, msg_id is None)
     result = get("result", _ABSENT)
     error = get("error", _ABSENT)

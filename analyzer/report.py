@@ -14,9 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Generic, TextIO, TypeVar
 
-import orjson
-
-from . import __version__, html_view, rendering
+from . import __version__, html_view, jsonrpc, rendering
 from .catalog import load_catalog
 from .gates import Triage
 from .model import CancelledCall, Finding, Mark, Origin, Relation, RequestTimeline, Session
@@ -361,7 +359,7 @@ def _write_json(report: dict[str, Any], out: TextIO) -> None:
     """The JSON report, key by key; cancellations and findings one at a time (2-space indentation)."""
 
     def dump(value: Any, indent: str) -> str:
-        return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode().replace("\n", "\n" + indent)
+        return jsonrpc.dumps(value, indent=True).decode().replace("\n", "\n" + indent)
 
     out.write("{\n")
     for position, (key, value) in enumerate(report.items()):

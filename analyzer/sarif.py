@@ -14,9 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
 
-import orjson
-
-from . import __version__
+from . import __version__, jsonrpc
 from .catalog import Rule
 from .gates import Issue, Triage
 from .model import Origin, Severity
@@ -182,5 +180,5 @@ def build(triage: Triage) -> dict[str, Any]:
 
 
 def write(triage: Triage, out: TextIO) -> None:
-    out.write(orjson.dumps(build(triage), option=orjson.OPT_INDENT_2).decode())
+    out.write(jsonrpc.dumps(build(triage), indent=True).decode())
     out.write("\n")

@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from ..jsonrpc import classify, decode_text, excerpt
+from ..jsonrpc import classify_text, decode_text
 from ..model import Anomaly, Direction, Event, Message, MessageKind, RequestId, Side, Vantage
 from ..transcript_format import HEADER_KEY
 from .base import InputSource, ReadOptions
@@ -98,7 +98,7 @@ class NdjsonReader:
             record = _record(value)
             if record is None:
                 record = _Record(text, None, None, None)
-                decoded = None if value is _NOT_JSON else classify(value, excerpt(text))
+                decoded = None if value is _NOT_JSON else classify_text(value, text)
             else:
                 decoded = decode_text(record.text)
             if decoded is None:  # not JSON: the factory names it
