@@ -93,7 +93,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "explain":
         return _explain(args)
     if args.command == "frame":
-        from .readers.pcap import frame_details
+        from .readers.frame import frame_details
 
         sys.stdout.write(_inert_lines(f"{frame_details(args.capture, args.number)}"))
         return ExitStatus.PASSED

@@ -50,10 +50,7 @@ def fuzz_settings(examples: int, *, slow_data: bool = False) -> settings:
     return settings(max_examples=examples, deadline=None, derandomize=True, database=None, suppress_health_check=checks)
 
 
-PENDING: dict[str, str] = {
-    "frame-unclosed-capture": "H1 pcap: `frame` on a capture cut short leaves pyshark's FileCapture open; its "
-    "__del__ prints 'Exception ignored ... TSharkCrashException' with a traceback at exit",
-}
+PENDING: dict[str, str] = {}
 """Failure classes whose fix has not landed on main: the fuzzers leave these inputs out (and say so) until
 it does; their reproducers wait in tests/corpus/pending/ (its README says what each is)."""
 

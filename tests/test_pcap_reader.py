@@ -760,7 +760,7 @@ def test_ipv6_line_and_pyshark_single_frame_lookup() -> None:
     clean = SAMPLES / "sdk-http-clean.pcapng"
     if not clean.exists():
         pytest.skip("sample captures not generated")
-    from cancelwire.readers.pcap import frame_details
+    from cancelwire.readers.frame import frame_details
 
     packet = frame_details(clean, 12)
     assert int(packet.number) == 12 and int(packet.tcp.flags, 16) & 0x01  # the client's FIN
@@ -844,3 +844,17 @@ def test_snaplen_is_named_instead_of_no_mcp() -> None:
     assert "capture.no-mcp" not in names and names.count("capture.snaplen-truncated") == 1
     cut = next(e for e in events if isinstance(e, Anomaly) and e.name == "capture.snaplen-truncated")
     assert cut.origin.frame == 4 and "30 of its 291 payload bytes" in cut.detail
+
+
+def test_frame_lookup_on_a_capture_cut_short() -> None:
+    """A frame before the damage is shown; one past it is "no such frame" with tshark's reason, and
+    pyshark's destructor prints nothing (it used to print a TSharkCrashException traceback at exit)."""
+    from cancelwire.errors import InputError
+    from cancelwire.readers.frame import frame_details
+
+    cut = Path(__file__).resolve().parent / "corpus/pcap/frame-of-a-cut-capture.pcapng"
+    assert int(frame_details(cut, 3).number) == 3
+    with pytest.raises(
+        InputError, match=r"no such frame: tshark stopped early \(.*cut short in the middle of a packet"
+    ):
+        frame_details(cut, 30)

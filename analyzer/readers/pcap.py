@@ -1,6 +1,6 @@
 """Packet captures (pcap, pcapng) of MCP over HTTP/1.1: Streamable HTTP and legacy HTTP+SSE.
 
-The only module that imports pyshark (and only to find tshark and for single-frame look-ups). The
+One of the two modules that import pyshark (to find tshark; `frame` does single-frame look-ups). The
 bulk path is one streaming tshark pass that prints a few TCP fields per frame (`tshark_fields`);
 everything above that is ours, in pure modules testable without tshark, so a response that never
 finishes, an SSE body still open at the end of the capture, or a server port tshark would decode as
@@ -259,17 +259,3 @@ class _Run:
 
 
 READER = PcapReader()
-
-
-def frame_details(capture: Path, frame: int) -> Any:
-    """One frame as a pyshark packet, for a human look-up (never on the bulk path)."""
-    import pyshark
-
-    find_tshark()
-    try:
-        with pyshark.FileCapture(str(capture), keep_packets=False, display_filter=f"frame.number == {frame}") as cap:
-            for packet in cap:
-                return packet
-    except Exception as exc:  # pyshark raises its own untyped errors for unreadable files
-        raise InputError(str(capture), f"tshark could not read it: {exc}") from exc
-    raise InputError(f"{capture}#{frame}", "no such frame in the capture")
