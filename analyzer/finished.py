@@ -2,7 +2,9 @@
 
 A late cancel, reply or progress notification names a request whose timeline is already gone. A small
 tombstone per finished request (method, last position) tells "after completion" from "never sent"; a
-finished progress token tells late progress from progress for an unknown token. Memory is bounded per
+finished progress token tells late progress from progress for an unknown token. A cancelled request
+judged unanswered at the end of its hold keeps its cancel, so a reply that comes later still is
+linked to it and judged against that cancel. Memory is bounded per
 input across its sessions: the oldest are forgotten first, and the first time that happens the
 `reconstruct.tombstones-forgotten` anomaly says so.
 """
@@ -13,7 +15,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .model import Anomaly, MessageEvent, RequestId, Side, TimelineEntry
+from .model import Anomaly, CancelInfo, Certainty, EntryKind, MessageEvent, Relation, RequestId, Side, TimelineEntry
+from .ordering import relate
 from .pending import PendingRequest, SessionState
 
 
@@ -27,6 +30,10 @@ class Tombstone:
     """Time of its last entry, if known."""
     judged: bool = True
     """False for a request flushed or superseded unanswered: a later reply to it is no anomaly."""
+    unanswered_cancel: CancelInfo | None = None
+    """The cancel of a request judged at the end of its hold with no reply yet (a later reply is judged
+    against it), with the position from which the receiver provably had read it."""
+    proof_seq: int | None = None
 
 
 class TokenState(StrEnum):
@@ -69,7 +76,9 @@ class FinishedRequests:
         if len(tokens) > self.limit:
             tokens.popitem(last=False)
 
-    def retire(self, session: SessionState, item: PendingRequest, *, judged: bool, own_token: bool) -> Anomaly | None:
+    def retire(
+        self, session: SessionState, item: PendingRequest, *, judged: bool, own_token: bool, ended: bool = False
+    ) -> Anomaly | None:
         """Remember a finalised request (and its progress token when it still owned it); the
         `reconstruct.tombstones-forgotten` anomaly the first time an old tombstone had to go."""
         last = item.log.newest
@@ -77,7 +86,10 @@ class FinishedRequests:
         key = (session.key, item.requester, item.request_id)
         if key in requests:
             del requests[key]  # an id used again: its newest use goes to the end
-        requests[key] = Tombstone(item.method, last.seq, last.ts, judged)
+        tomb = Tombstone(item.method, last.seq, last.ts, judged)
+        if judged and not ended and not item.replied and item.cancel is not None:
+            tomb.unanswered_cancel, tomb.proof_seq = item.cancel, item.proof_seq
+        requests[key] = tomb
         forgot = len(requests) > self.limit
         if forgot:
             requests.popitem(last=False)
@@ -97,6 +109,9 @@ class FinishedRequests:
         tomb = self.request(session.key, sender.other, request_id)
         if tomb is not None and not tomb.judged:
             return None  # the reply to a request we flushed unjudged (reported when it was flushed)
+        if tomb is not None and tomb.unanswered_cancel is not None:
+            cancel, tomb.unanswered_cancel = tomb.unanswered_cancel, None  # a second reply: already answered
+            return _reply_after_hold(session, event, sender, request_id, tomb, cancel)
         why = f"already answered ({tomb.method})" if tomb else "never requested"
         what = f"{sender} replied to id {request_id!r}: {why}"
         method = tomb.method if tomb else None
@@ -127,3 +142,45 @@ class FinishedRequests:
             revision=session.revision,
             transport=session.start.transport,
         )
+
+
+def _reply_after_hold(
+    session: SessionState,
+    event: MessageEvent,
+    sender: Side,
+    request_id: RequestId,
+    tomb: Tombstone,
+    cancel: CancelInfo,
+) -> Anomaly:
+    """A reply to a cancelled request judged unanswered when its hold ended: related to its cancel
+    as any reply is (exact from the vantage or an ordering proof, else inferred from the gap)."""
+    reply = TimelineEntry(EntryKind.RESULT, sender, event.seq, event.ts, event.origin)
+    relation, certainty = relate(
+        cancel,
+        sender.other,
+        reply,
+        vantage=session.start.vantage,
+        proof_seq=tomb.proof_seq,
+        names_cancel=False,
+        race_window=session.race_window,
+    )
+    gap = None if event.ts is None or cancel.entry.ts is None else event.ts - cancel.entry.ts
+    after = f"{gap:.3f} s after its cancel" if gap is not None else "after its cancel"
+    crossed = (
+        ""
+        if relation is Relation.AFTER
+        else " (it may have crossed the cancel: the hold was shorter than the race window)"
+    )
+    what = (
+        f"{sender} replied to {tomb.method} (id {request_id!r}) {after}, once the call had been judged "
+        f"unanswered at the end of its hold{crossed}; raise --hold to judge the call with its reply"
+    )
+    return session.anomaly(
+        event,
+        "cancel.reply-after-hold",
+        what,
+        request_id,
+        tomb.method,
+        gap=None if certainty is Certainty.EXACT else gap,
+        requester=sender.other,
+    )

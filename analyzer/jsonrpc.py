@@ -39,7 +39,7 @@ def excerpt(text: str | bytes) -> str:
     return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + f"… ({len(text)} chars)"
 
 
-INEXACT = Problem("jsonrpc.inexact-integer", "an integer beyond 64 bits was read as a float")
+INEXACT = Problem("inexact", "an integer beyond 64 bits was read as a float")
 """An internal signal, never reported: orjson reads an integer beyond 64 bits as a float, so an id, a
 `requestId` or a `progressToken` that is one is read again, exactly, by the standard library."""
 

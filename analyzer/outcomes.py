@@ -50,7 +50,8 @@ def classify(timeline: RequestTimeline) -> CancelledCall | None:
         None,
     )
     evidence = [cancel.entry.origin]
-    certainty = Certainty.EXACT
+    # silence is exact only up to the end of the recording; judged when the hold ended, a reply may follow
+    certainty = Certainty.EXACT if timeline.ended_by_recording else Certainty.INFERRED
     verified_by = None
     if reply is not None:
         evidence.append(reply.origin)
@@ -76,6 +77,8 @@ def classify(timeline: RequestTimeline) -> CancelledCall | None:
         outcome = Outcome.OUTCOME_UNVERIFIED
         effect = "has no annotations" if timeline.tool_effect is ToolEffect.UNKNOWN else "may have side effects"
         why = f"no reply, {timeline.tool!r} {effect}, and no later read checked what it did"
+    if reply is None and not timeline.ended_by_recording:
+        why += " (judged when its hold ended, before the recording did)"
     kept, left_out = around_cancel(timeline)
     return CancelledCall(
         session_key=timeline.session_key,

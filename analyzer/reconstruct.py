@@ -397,7 +397,7 @@ class Reconstructor:
     def _finalise(self, session: SessionState, item: PendingRequest, *, ended: bool, judged: bool = True) -> None:
         """Close a timeline; an unjudged one (flushed, superseded) leaves a tombstone but meets no rule."""
         own_token = session.remove_open(item)
-        forgotten = self.finished.retire(session, item, judged=judged, own_token=own_token)
+        forgotten = self.finished.retire(session, item, judged=judged, own_token=own_token, ended=ended)
         if forgotten is not None:
             self._out.append(forgotten)
         if judged:
