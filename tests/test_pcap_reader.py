@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from cancelwire import audit
 from cancelwire.errors import InputError
 from cancelwire.model import Anomaly, Event, MessageEvent, SessionStart, TransportEvent
 from cancelwire.readers import InputSource, ReadOptions
@@ -267,6 +268,41 @@ def scenario_stops_reading(port: int) -> None:
 _open_until_captured: list[tuple[socket.socket, threading.Event]] = []
 
 
+def scenario_keepalive_late_json(port: int) -> None:
+    """A POSTed cancel (second connection) for a tools/call whose JSON reply comes after it; the first
+    connection is then kept alive (a ping on it) and still open when the capture ends."""
+    stop, cancelled = threading.Event(), threading.Event()
+
+    def server(c: socket.socket) -> None:
+        first = recv_until(c, b"}}")
+        if b"notifications/cancelled" in first:
+            c.sendall(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+            cancelled.set()
+            recv_until(c, b"never")
+            return
+        cancelled.wait(WAIT)
+        time.sleep(0.05)
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(RESULT_2))
+        c.sendall(RESULT_2)
+        recv_until(c, b'"ping"}')
+        pong = b'{"jsonrpc":"2.0","id":3,"result":{}}'
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(pong) + pong)
+        stop.wait(WAIT)
+
+    serve(port, server, conns=2)
+    a = socket.create_connection((HOST, port))
+    a.sendall(post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x"}}, "s-9"))
+    time.sleep(0.05)  # the call's connection is accepted first
+    with socket.create_connection((HOST, port)) as b:
+        b.sendall(post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}, "s-9"))
+        recv_until(b, b"\r\n\r\n")
+    recv_until(a, b"content")
+    time.sleep(1.2)  # longer than CW202's second: the stream must not read as left open
+    a.sendall(post({"jsonrpc": "2.0", "id": 3, "method": "ping"}, "s-9"))
+    recv_until(a, b'"result":{}}')
+    _open_until_captured.append((a, stop))
+
+
 def scenario_server_reset(port: int) -> None:
     """The server sends one event and half of the next, then aborts the connection (RST)."""
     received = threading.Event()
@@ -381,6 +417,7 @@ def captures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, 
             ("legacy", scenario_legacy),
             ("sessionless", scenario_sessionless),
             ("not_http", scenario_not_http),
+            ("keepalive_late_json", scenario_keepalive_late_json),
         ]
     }
     for sock, stop in _open_until_captured:
@@ -399,6 +436,7 @@ def test_keepalive_json_sse_and_202_on_one_connection(captures: dict[str, tuple[
         ("session", "sess-1", "streamable-http"),
         ("c2s", "request", 1, "initialize", "tcp0/0", "sess-1"),
         ("s2c", "result", 1, None, "tcp0/0", "sess-1"),
+        ("closed-by-server", "tcp0/0", "sess-1"),
         ("c2s", "request", 2, "tools/call", "tcp0/1", "sess-1"),
         ("stream-opened", "tcp0/1", "sess-1"),
         ("server-bytes", "tcp0/1", "sess-1"),
@@ -410,9 +448,30 @@ def test_keepalive_json_sse_and_202_on_one_connection(captures: dict[str, tuple[
     ]
     check_frames(path, events)
     details = [e.detail for e in events if isinstance(e, TransportEvent)]
-    assert details[1:3] == ["priming event id=0 retry=1000", "SSE block without data comment='ping'"]
+    assert details[0] == "end of the response body"  # of initialize's JSON reply: its stream ends there
+    assert details[2:4] == ["priming event id=0 retry=1000", "SSE block without data comment='ping'"]
     assert all(e.revision_hint == "2025-06-18" for e in events if isinstance(e, MessageEvent))
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
+
+
+def test_a_keepalive_stream_ends_with_its_own_response(captures: dict[str, tuple[Path, int]]) -> None:
+    """Issue 7: on a kept-alive connection a request's stream ends where its response body ends, not
+    at the connection's close (here: never), so the late JSON reply is CW101 and no stream is left open."""
+    path, _ = captures["keepalive_late_json"]
+    events = read(path)
+    assert [row for row in summary(events) if row[0] != "session"] == [
+        ("c2s", "request", 2, "tools/call", "tcp0/0", "s-9"),
+        ("c2s", "notification", None, "notifications/cancelled", "tcp1/0", "s-9"),
+        ("s2c", "result", 2, None, "tcp0/0", "s-9"),
+        ("closed-by-server", "tcp0/0", "s-9"),
+        ("c2s", "request", 3, "ping", "tcp0/1", "s-9"),
+        ("s2c", "result", 3, None, "tcp0/1", "s-9"),
+        ("closed-by-server", "tcp0/1", "s-9"),
+    ]
+    check_frames(path, events)
+    with audit([str(path)]) as result:
+        assert [(f.rule, f.request_id) for f in result.findings] == [("response-after-cancel", 2)]
+        assert [(c.request_id, c.outcome.value) for c in result.cancellations] == [(2, "late-result-violation")]
 
 
 def test_cancel_by_close_then_write_after_disconnect(captures: dict[str, tuple[Path, int]]) -> None:
@@ -499,6 +558,7 @@ def test_sessionless_error_status_and_close(captures: dict[str, tuple[Path, int]
         ("c2s", "request", 1, "bad", "tcp0/0", key),
         ("anomaly", "http.error-status", key),
         ("s2c", "error", 1, None, "tcp0/0", key),
+        ("closed-by-server", "tcp0/0", key),
         ("c2s", "request", 2, "tools/call", "tcp0/1", key),
         ("stream-opened", "tcp0/1", key),
         ("closed-by-client", "tcp0/1", key),

@@ -354,6 +354,9 @@ class HttpCapture:
             self.bodies.cut_body(ex, "the server closed the connection")
         else:
             self.bodies.response_body_end(ex)
+            if ex.request_id is not None and ex.status != 202:  # 202: the reply comes on another stream
+                # keep-alive: a request's stream ends with its own response, not at the connection's close
+                self.sessions.transport(ex, TransportKind.CLOSED_BY_SERVER, "end of the response body")
 
 
 def _progress(ex: Exchange) -> str:
