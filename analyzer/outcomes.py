@@ -7,6 +7,7 @@ findings, not outcomes. Silence is judged by what the call may have done (tool a
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -30,15 +31,32 @@ TIMELINE_CONTEXT = 12
 
 def around_cancel(timeline: RequestTimeline) -> tuple[RequestTimeline, tuple[int, int]]:
     """The request plus the entries around its cancel, so memory per cancelled call is bounded, and how
-    many messages (counting each entry's repeats) were left out before and after them."""
+    many messages (counting each entry's repeats) were left out before and after them. A long timeline
+    has its runs of like entries folded first, so a flood after the cancel keeps the late reply."""
     entries = timeline.entries
     if timeline.cancel is None or len(entries) <= TIMELINE_CONTEXT + 1:
         return timeline, (0, 0)
+    entries = _folded(entries)
+    if len(entries) <= TIMELINE_CONTEXT + 1:
+        return replace(timeline, entries=entries), (0, 0)
     at = next(i for i, e in enumerate(entries) if e.seq >= timeline.cancel.entry.seq)
     start = max(1, min(at - TIMELINE_CONTEXT // 2, len(entries) - TIMELINE_CONTEXT))
     end = start + TIMELINE_CONTEXT
     left_out = (sum(e.repeats for e in entries[1:start]), sum(e.repeats for e in entries[end:]))
     return replace(timeline, entries=(entries[0], *entries[start:end])), left_out
+
+
+def _folded(entries: tuple[TimelineEntry, ...]) -> tuple[TimelineEntry, ...]:
+    """Each run of three or more like entries (kind, sender, method, relation, certainty) as its first,
+    standing for all but the last (`repeats`), and its last: the run keeps its time span in two entries."""
+    out: list[TimelineEntry] = []
+    for _, group in itertools.groupby(entries, lambda e: (e.kind, e.side, e.method, e.relation, e.certainty)):
+        run = list(group)
+        if len(run) < 3:
+            out += run
+        else:
+            out += [replace(run[0], repeats=sum(e.repeats for e in run[:-1])), run[-1]]
+    return tuple(out)
 
 
 def classify(timeline: RequestTimeline) -> CancelledCall | None:

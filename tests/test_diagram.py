@@ -121,9 +121,9 @@ def test_reset_cancel_after_a_flood_collapses_the_run() -> None:
         ("progress", "s2c", None, None),
         ("reset", "c2s", "CW202", "exact"),
     ]
-    assert _notes(svg) == ["collapsed", "receive-window-zero", "recording-ended"]
+    assert _notes(svg) == ["stream-opened", "receive-window-zero", "recording-ended"]
     texts = [t.text for t in svg.iter("text")]
-    assert "and 9 earlier messages not drawn" in texts and "and 7 more progress" in texts
+    assert "and 15 more progress" in texts  # the report folded the 17 into two entries, so kept them all
 
 
 def test_a_crossing_message_without_a_verdict_on_it_needs_no_race_window() -> None:
@@ -314,3 +314,50 @@ def test_a_hostile_recording_draws_inert(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "<script" not in proc.stdout and "\x1b" not in proc.stdout
     assert [a[0] for a in _arrows(_parse(proc.stdout.split("\n", 1)[1]))] == ["request", "cancel", "response"]
+
+
+def _progress(ts: float) -> tuple[float, str, dict[str, object]]:
+    return (ts, "s2c", {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "t"}})
+
+
+def test_a_flood_after_the_cancel_keeps_the_late_reply_in_the_report(tmp_path: Path) -> None:
+    """The report keeps a bounded timeline per cancelled call: runs are folded first, so a flood of 60
+    progress after the cancel does not push the late result out of it."""
+    call = {"name": "write", "_meta": {"progressToken": "t"}}
+    lines = [
+        (1.0, "c2s", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}),
+        (1.1, "s2c", {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-11-25"}}),
+        (2.0, "c2s", {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}),
+        *(_progress(2.1 + i * 0.1) for i in range(5)),
+        (3.0, "c2s", {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}),
+        *(_progress(3.1 + i * 0.01) for i in range(60)),
+        (9.0, "s2c", {"jsonrpc": "2.0", "id": 1, "result": {"content": []}}),
+    ]
+    report = build(audit([str(write_transcript(tmp_path / "flood.jsonl", lines))]))
+    (cancelled,) = report["cancellations"]
+    assert [(e["kind"], e["repeats"]) for e in cancelled["timeline"]] == [
+        ("request", 1),
+        ("progress", 4),
+        ("progress", 1),
+        ("cancel", 1),
+        ("progress", 59),
+        ("progress", 1),
+        ("result", 1),
+    ]
+    assert cancelled["left_out"] == {"before": 0, "after": 0}
+    svg = _parse(diagram.ReportDrawer()(cancelled, report))
+    late = ("progress", "s2c", "CW102", "inferred")
+    assert _arrows(svg) == [
+        ("request", "c2s", None, None),
+        ("progress", "s2c", None, None),
+        ("collapsed", "s2c", None, None),
+        ("progress", "s2c", None, None),
+        ("cancel", "c2s", None, None),
+        late,
+        ("collapsed", "s2c", "CW102", "inferred"),
+        late,
+        ("response", "s2c", "CW101", "inferred"),
+    ]
+    texts = [t.text for t in svg.iter("text")]
+    assert "and 3 more progress" in texts and "and 58 more progress" in texts
+    assert _windows(svg) == 1
