@@ -60,7 +60,7 @@ ARROWS: Mapping[str, Arrow] = {
 COLLAPSE_FROM = 4
 MAX_ROWS = 40
 LABEL_CHARS = 60
-TITLE_CHARS = 300
+TITLE_CHARS = 200
 NAME_CHARS = 32
 
 WIDTH = 720
@@ -316,7 +316,7 @@ def _arrow(row: Row, y: int, seq: int) -> str:
     attrs = f'class="msg" data-kind="{row.kind}" data-dir="{"c2s" if c2s else "s2c"}" data-seq="{seq}"'
     if row.findings:
         certainty = "inferred" if any(f.get("certainty") == "inferred" for f in row.findings) else "exact"
-        attrs += f' data-finding="{_text(" ".join(_rules(row)), TITLE_CHARS)}" data-certainty="{certainty}"'
+        attrs += f' data-finding="{_attr(" ".join(_rules(row)))}" data-certainty="{certainty}"'
     return (
         f"<g {attrs}><title>{_text(row.title, TITLE_CHARS)}{_marks_text(row)}</title>"
         f'<line x1="{x1}" y1="{y}" x2="{x2}" y2="{y}" stroke="{color}" stroke-width="{width}"{dash}/>'
@@ -328,9 +328,9 @@ def _arrow(row: Row, y: int, seq: int) -> str:
 
 
 def _note(row: Row, y: int) -> str:
-    attrs = f'class="note" data-kind="{_text(row.kind, 40)}"'
+    attrs = f'class="note" data-kind="{_attr(row.kind, 40)}"'
     if row.findings:
-        attrs += f' data-finding="{_text(" ".join(_rules(row)), TITLE_CHARS)}"'
+        attrs += f' data-finding="{_attr(" ".join(_rules(row)))}"'
     if row.side is None:  # a fact of the whole recording: a rule across both lifelines
         ends = f'x1="{CLIENT_X - 40}" y1="{y}" x2="{SERVER_X + 40}" y2="{y}"'
         mark = f'<line {ends} stroke="#777" stroke-dasharray="1 3"/>'
@@ -401,7 +401,7 @@ def _gap(seconds: float, y: int) -> str:
 
 def caption(call: Mapping[str, Any]) -> str:
     """What the diagram of `call` shows, in one line, made inert and escaped (its `aria-label`)."""
-    return _text(_summary(call), TITLE_CHARS)
+    return _attr(_summary(call))
 
 
 def _summary(call: Mapping[str, Any]) -> str:
@@ -438,8 +438,17 @@ def _ms(seconds: float, *, signed: bool = True) -> str:
 
 
 def _text(value: object, limit: int) -> str:
-    """Recorded text cut to LIMIT characters, made inert and escaped for XML and HTML."""
+    """Recorded text for an element's content: cut to LIMIT characters, made inert, `<>&` escaped."""
+    return html.escape(_cut(value, limit), quote=False)
+
+
+def _attr(value: object, limit: int = TITLE_CHARS) -> str:
+    """Recorded text for an attribute value: as `_text`, quotes escaped too."""
+    return html.escape(_cut(value, limit), quote=True)
+
+
+def _cut(value: object, limit: int) -> str:
     text = str(value)
     if len(text) > limit:
         text = text[: limit - 1] + "…"
-    return html.escape(inert.terminal(text), quote=True)
+    return inert.terminal(text)
