@@ -19,6 +19,7 @@ furthest from the cancel are left out with a count, so a diagram costs at most a
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -59,6 +60,8 @@ ARROWS: Mapping[str, Arrow] = {
 #: A run of this many like messages or more is drawn as its first, a collapsed row, and its last.
 COLLAPSE_FROM = 4
 MAX_ROWS = 40
+#: Counts shown are bounded (a count from a hand-edited report could be any size).
+MAX_COUNT = 10**15
 LABEL_CHARS = 60
 TITLE_CHARS = 200
 NAME_CHARS = 32
@@ -107,7 +110,7 @@ def draw(
     session entry) names the lifelines and says where the recording was made; RACE_WINDOW (seconds, the
     report's `run.race_windows` for that vantage) sizes the shaded window. STANDALONE: for a file of its
     own, with the SVG namespace (inline in HTML the parser gives it, and the page names no URL)."""
-    rows = _capped(_collapsed(_rows(call)), call.get("left_out") or {})
+    rows = _capped(_collapsed(_rows(call)), _mapping(call.get("left_out")))
     height = TOP + ROW * len(rows) + 16
     parts = [
         f'<svg class="sequence"{SVG_NS if standalone else ""} role="img" width="{WIDTH}" height="{height}"'
@@ -141,14 +144,17 @@ class ReportDrawer:
         self._by_id: dict[Any, Mapping[str, Any]] = {}
 
     def __call__(self, call: Mapping[str, Any], report: Mapping[str, Any]) -> str:
-        sessions = report.get("sessions") or ()
+        sessions = report.get("sessions")
         if sessions is not self._sessions:
-            self._by_id = {s.get("id"): s for s in sessions if isinstance(s, Mapping)}
+            listed = sessions if isinstance(sessions, list) else []
+            self._by_id = {s.get("id"): s for s in listed if isinstance(s, Mapping) and isinstance(s.get("id"), str)}
             self._sessions = sessions
-        session = self._by_id.get(call.get("session"))
-        windows = (report.get("run") or {}).get("race_windows") or {}
-        window = windows.get(session.get("vantage")) if session else None
-        return draw(call, session=session, race_window=window if isinstance(window, int | float) else None)
+        key = call.get("session")
+        session = self._by_id.get(key) if isinstance(key, str) else None
+        windows = _mapping(_mapping(report.get("run")).get("race_windows"))
+        vantage = session.get("vantage") if session else None
+        window = _seconds(windows.get(vantage)) if isinstance(vantage, str) else None
+        return draw(call, session=session, race_window=window)
 
 
 # -- from the report's timeline to rows --------------------------------------------------------------
@@ -157,7 +163,10 @@ class ReportDrawer:
 def _rows(call: Mapping[str, Any]) -> list[Row]:
     """One row per timeline entry; bytes that came in the same frame as a message are that message."""
     rows: list[Row] = []
-    for entry in call.get("timeline") or ():
+    timeline = call.get("timeline")
+    for entry in timeline if isinstance(timeline, list) else ():
+        if not isinstance(entry, Mapping):
+            continue
         row = _row(call, entry)
         if rows and _same_frame(rows[-1], row):
             message, fact = (rows[-1], row) if rows[-1].arrow else (row, rows[-1])
@@ -174,7 +183,7 @@ def _row(call: Mapping[str, Any], entry: Mapping[str, Any]) -> Row:
     arrow = ARROWS.get(kind)
     side = entry.get("side") if entry.get("side") in ("client", "server") else None
     label = _label(call, entry, arrow)
-    offset = entry.get("offset")
+    offset = _seconds(entry.get("offset"))
     when = "" if offset is None else f" · {_ms(offset)} from the cancel"
     excerpt = str(entry.get("excerpt") or "")
     where = _where(entry.get("evidence"))
@@ -184,17 +193,37 @@ def _row(call: Mapping[str, Any], entry: Mapping[str, Any]) -> Row:
         side=side,
         label=label,
         title=f"{label}{when} · {where}" + (f" · {excerpt}" if excerpt else ""),
-        offset=offset if isinstance(offset, int | float) else None,
-        relation=entry.get("relation"),
-        certainty=entry.get("certainty"),
-        findings=list(entry.get("findings") or ()),
+        offset=offset,
+        relation=_word(entry.get("relation")),
+        certainty=_word(entry.get("certainty")),
+        findings=[f for f in _listed(entry.get("findings")) if isinstance(f, Mapping)],
         count=_count(entry.get("repeats")),
         where=where,
     )
 
 
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 1 else 1
+def _count(value: Any, least: int = 1) -> int:
+    """A count from the report, bounded (a hand-edited report may say anything)."""
+    return min(value, MAX_COUNT) if isinstance(value, int) and not isinstance(value, bool) and value > least else least
+
+
+def _seconds(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    seconds = float(value) if abs(value) < 1e12 else math.nan
+    return seconds if math.isfinite(seconds) else None
+
+
+def _word(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _label(call: Mapping[str, Any], entry: Mapping[str, Any], arrow: Arrow | None) -> str:
@@ -260,7 +289,7 @@ def _collapsed(rows: Sequence[Row]) -> list[Row]:
 def _capped(rows: list[Row], left_out: Mapping[str, Any]) -> list[Row]:
     """At most MAX_ROWS rows: the request and those nearest the cancel; what is left out is counted,
     with the messages the report itself did not keep (`left_out`)."""
-    before, after = int(left_out.get("before") or 0), int(left_out.get("after") or 0)
+    before, after = _count(left_out.get("before"), 0), _count(left_out.get("after"), 0)
     if len(rows) > MAX_ROWS:
         at = next((i for i, r in enumerate(rows) if r.relation == "cancel"), 1)
         start = max(1, min(at - MAX_ROWS // 2, len(rows) - MAX_ROWS + 2))

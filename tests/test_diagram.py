@@ -16,6 +16,9 @@ import pytest
 from cancelwire import diagram
 from cancelwire.pipeline import audit
 from cancelwire.report import build, render
+from fuzzing import fuzz_settings
+from hypothesis import given
+from hypothesis import strategies as st
 from transcripts import write_transcript
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -361,3 +364,45 @@ def test_a_flood_after_the_cancel_keeps_the_late_reply_in_the_report(tmp_path: P
     texts = [t.text for t in svg.iter("text")]
     assert "and 3 more progress" in texts and "and 58 more progress" in texts
     assert _windows(svg) == 1
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats() | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+_ENTRY_KEYS = (
+    "kind",
+    "side",
+    "method",
+    "relation",
+    "certainty",
+    "offset",
+    "evidence",
+    "excerpt",
+    "repeats",
+    "findings",
+)
+_WORDS = st.sampled_from(
+    ["request", "progress", "cancel", "result", "read", "server-bytes", "client", "server", "after", "inferred"]
+)
+_ENTRY = st.dictionaries(st.sampled_from(_ENTRY_KEYS), _WORDS | _JSON, max_size=10) | _JSON
+_CALL_KEYS = ("session", "request_id", "method", "tool", "mechanism", "outcome", "certainty", "left_out")
+
+
+@fuzz_settings(60)
+@given(
+    call=st.dictionaries(st.sampled_from(_CALL_KEYS), _JSON, max_size=8),
+    timeline=st.lists(_ENTRY, max_size=12) | _JSON,
+    session=st.dictionaries(st.sampled_from(("id", "vantage", "client_info", "server_info")), _JSON) | st.none(),
+    run=_JSON,
+)
+def test_any_report_json_draws_a_well_formed_diagram(
+    call: dict[str, Any], timeline: Any, session: dict[str, Any] | None, run: Any
+) -> None:
+    """A saved report can be edited by hand: whatever JSON stands where, the diagram is drawn."""
+    call = call | {"timeline": timeline, "session": "s"}
+    sessions = [] if session is None else [session | {"id": "s"}]
+    text = diagram.ReportDrawer()(call, {"sessions": sessions, "run": run})
+    svg = _parse(text)
+    assert svg.tag == "svg" and len(text) < 60_000
