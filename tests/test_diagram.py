@@ -406,3 +406,20 @@ def test_any_report_json_draws_a_well_formed_diagram(
     text = diagram.ReportDrawer()(call, {"sessions": sessions, "run": run})
     svg = _parse(text)
     assert svg.tag == "svg" and len(text) < 60_000
+
+
+def test_a_verified_by_read_call_shows_the_read_that_checked_it() -> None:
+    svg = _drawn("sample_captures/stdio/sdk-cancel-then-verify-by-read.jsonl")
+    assert _arrows(svg) == [
+        ("request", "c2s", None, None),
+        ("progress", "s2c", None, None),
+        ("progress", "s2c", None, None),
+        ("cancel", "c2s", None, None),
+        ("read", "s2c", None, None),
+    ]
+    assert _notes(svg) == ["recording-ended"]
+    (read,) = [g for g in svg.iter("g") if g.get("data-kind") == "read"]
+    assert (read.findtext("title") or "").startswith(
+        "read_ledger succeeded (the verifying read) · +2,007 ms from the cancel · "
+        "sample_captures/stdio/sdk-cancel-then-verify-by-read.jsonl:11 · "
+    )
