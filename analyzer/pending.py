@@ -7,6 +7,7 @@ judges an exchange is decided here, in `SessionState.revision_for`, and nowhere 
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeGuard
@@ -80,6 +81,40 @@ class PendingRequest:
         return self.cancel is not None or self.disconnected
 
 
+#: Tasks remembered per session (and as many task-addressing requests) before the oldest are forgotten.
+MAX_TASKS = 10_000
+
+
+@dataclass(slots=True)
+class TaskState:
+    """A task seen in a session (tasks.py checks what is said of it)."""
+
+    requester: Side
+    """Who sent the request that created it."""
+    request_id: RequestId
+    """The task-augmented request that created it."""
+    method: str
+    """That request's method."""
+    status: str
+    """The last status seen."""
+
+
+@dataclass(slots=True)
+class SessionTasks:
+    """A session's tasks by id, the requests that created them, and the task each tasks/* request names."""
+
+    by_id: OrderedDict[str, TaskState] = field(default_factory=OrderedDict)
+    by_request: dict[tuple[Side, RequestId], str] = field(default_factory=dict)
+    addressed: OrderedDict[tuple[Side, RequestId], str] = field(default_factory=OrderedDict)
+
+    def remember(self, task_id: str, task: TaskState) -> None:
+        self.by_id[task_id] = task
+        self.by_request[(task.requester, task.request_id)] = task_id
+        if len(self.by_id) > MAX_TASKS:
+            _, old = self.by_id.popitem(last=False)
+            self.by_request.pop((old.requester, old.request_id), None)
+
+
 @dataclass(slots=True)
 class SessionState:
     start: SessionStart
@@ -108,6 +143,8 @@ class SessionState:
     messages: int = 0
     next_expiry_check: float = float("-inf")
     """Recording time before which no held request can expire (saves a look per event)."""
+    tasks: SessionTasks | None = None
+    """Task-augmented requests' tasks (tasks.py), once the session has one."""
     key: str = field(init=False)
     """The session key (`start.session_key`), looked up on every request."""
 

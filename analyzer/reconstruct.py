@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import cancels, holds, streams
+from . import cancels, holds, streams, tasks
 from .entrylog import EntryLog
 from .finished import FinishedRequests
 from .model import (
@@ -207,6 +207,8 @@ class Reconstructor:
             elif method == "notifications/cancelled":
                 self._cancel(session, event, sender, message)
             else:
+                if method == "notifications/tasks/status":
+                    self._out.extend(tasks.on_status(session, event, message.payload))
                 self._notification(session, event, sender)
         elif kind is MessageKind.REQUEST:
             self._request(session, event, sender, message)
@@ -244,6 +246,8 @@ class Reconstructor:
         )
         session.add_open(item)
         session.add_entry(item, _entry(EntryKind.REQUEST, sender, event))
+        if method.startswith("tasks/"):
+            tasks.on_request(session, sender, request_id, method, payload)
         if len(session.open) > self.options.max_open:
             self._overflow(session, event)
 
@@ -349,7 +353,9 @@ class Reconstructor:
                 # 2026-07-28: the server ends a client's listen with a cancel (Subscriptions page)
                 session.add_entry(other, _entry(EntryKind.RELATED_MESSAGE, sender, event))
             else:
-                self._out.append(cancels.stray_cancel(session, self.finished, event, sender, target, other))
+                stray = tasks.notification_cancel(session, event, sender, target)
+                stray = stray or cancels.stray_cancel(session, self.finished, event, sender, target, other)
+                self._out.append(stray)
             return
         self._out.extend(cancels.cancel_problems(session, event, sender, own))
         entry = _entry(EntryKind.CANCEL, sender, event)
@@ -377,6 +383,8 @@ class Reconstructor:
         session.add_entry(item, entry, names_cancel=says_cancelled(message))
         first_reply = not item.replied
         item.replied = True
+        if first_reply and (item.is_task or session.tasks is not None):
+            self._out.extend(tasks.on_reply(session, item, event, message))
         if first_reply and kind is EntryKind.RESULT:
             session.learn(item.method, message.payload)
             if session.awaiting_read:
