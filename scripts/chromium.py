@@ -25,11 +25,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from selenium import webdriver
-from selenium.common.exceptions import WebDriverException
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
-from selenium.webdriver.common.selenium_manager import SeleniumManager
+try:
+    from selenium import webdriver
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.common.selenium_manager import SeleniumManager
+    from selenium.webdriver.support.ui import Select
+except ImportError as missing:  # a virtualenv made before Selenium joined the test extras
+    raise ImportError(
+        f"{missing}: run scripts/install --test (it installs Selenium, chromium, chromium-driver)"
+    ) from None
+
+__all__ = ["Browser", "BrowserError", "By", "Keys", "Problem", "Select", "browser"]
 
 CHROMIUM = Path(os.environ.get("CANCELWIRE_CHROMIUM", "/usr/bin/chromium"))
 CHROMEDRIVER = Path(os.environ.get("CANCELWIRE_CHROMEDRIVER", "/usr/bin/chromedriver"))
@@ -98,6 +108,10 @@ class Browser:
         violations = self.driver.execute_script("return window.__cancelwireViolations || []")
         return logged + [Problem("securitypolicyviolation", str(v)) for v in violations]
 
+    def viewport(self, width: int, height: int) -> None:
+        """The size of the page's window in CSS pixels, from the next `open` on (at one pixel per pixel)."""
+        self.cdp("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
+
     def cdp(self, command: str, **params: Any) -> dict[str, Any]:
         result: dict[str, Any] = self.driver.execute_cdp_cmd(command, params)
         return result
@@ -152,8 +166,7 @@ def browser(log_dir: Path | None = None) -> Iterator[Browser]:
         driver.set_page_load_timeout(PAGE_SECONDS)
         driver.set_script_timeout(PAGE_SECONDS)
         page = Browser(driver)
-        width, height = VIEWPORT
-        page.cdp("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
+        page.viewport(*VIEWPORT)
         page.cdp("Page.addScriptToEvaluateOnNewDocument", source=_LISTENER)
         yield page
     finally:

@@ -11,6 +11,7 @@ skip: CI installs it, and a skipped browser suite would pass without checking an
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -46,7 +47,7 @@ SAMPLES = sorted(
 # with a bidi override (shown escaped in every format).
 SCRIPT = '<script>document.title="pwned"</script>'
 IMG = "<img src=x onerror=\"document.title='pwned'\">"
-SVG = '<svg onload="document.title=\'pwned\'"><circle r="9"/></svg>'
+SVG = '<svg onload="document.title=\'pwned\'"><circle id="injected-circle" r="9"/></svg>'
 BREAKOUT = '</title></text></svg></td></tr></table><b id="injected">bold</b>'
 ATTRIBUTE = '" onmouseover="document.title=\'pwned\'" data-injected="'
 CONTROLS = "evil\u202e\x1b[2J"
@@ -57,7 +58,7 @@ INJECTED = """return {
   handlers: [...document.querySelectorAll("*")].flatMap(
     (el) => [...el.attributes].filter((a) => a.name.startsWith("on") || a.name === "data-injected")
       .map((a) => el.tagName + " " + a.name)),
-  elements: [...document.querySelectorAll("img, iframe, object, embed, #injected, circle[r='9']")]
+  elements: [...document.querySelectorAll("img, iframe, object, embed, #injected, #injected-circle")]
     .map((el) => el.outerHTML),
   scripts: [...document.scripts].filter((s) => s.src || s.textContent.includes("pwned")).map((s) => s.outerHTML),
 }"""
@@ -226,9 +227,11 @@ def test_hostile_payloads_render_as_text(chromium: Browser, hostile_report: Path
     # The id, the tool name and the method are shown as the very text that was recorded.
     for payload in (SCRIPT, IMG, BREAKOUT):
         assert payload in text
-    # Controls and the bidi override are shown escaped, as in the text report; none reaches the page raw.
-    assert inert.terminal(CONTROLS) in text
-    assert re.search(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e]", text) is None
+    # Controls and the bidi override are shown escaped, as in the text report; none reaches the page raw
+    # (textContent: the server's name is in the sessions table, which may be collapsed).
+    everything = chromium.js("return document.documentElement.textContent")
+    assert inert.terminal(CONTROLS) in everything
+    assert re.search(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e]", everything) is None
     assert problems == []
 
 
@@ -254,3 +257,76 @@ def test_readme_report_is_readable_with_javascript_off(
     for call in readme_json["cancellations"]:
         assert inert.terminal(call["explanation"]) in text
     assert problems == []
+
+
+# --- the sequence diagram of a known cancelled call ---------------------------------------------------
+
+DIAGRAM = """
+const svg = [...document.querySelectorAll("svg.sequence")].find((d) => [...d.querySelectorAll("g.msg > title")]
+  .some((t) => t.textContent.includes(arguments[0])));
+if (!svg) { return null; }
+svg.scrollIntoView({block: "center"});
+return {
+  role: svg.getAttribute("role"),
+  label: svg.getAttribute("aria-label"),
+  shown: svg.checkVisibility() && svg.getBoundingClientRect().width > 0,
+  windows: svg.querySelectorAll("rect.race-window").length,
+  arrows: [...svg.querySelectorAll("g.msg")].map((g) => ({
+    kind: g.dataset.kind, dir: g.dataset.dir, seq: Number(g.dataset.seq),
+    finding: g.dataset.finding || null, certainty: g.dataset.certainty || null,
+    title: g.querySelector(":scope > title") ? g.querySelector(":scope > title").textContent : "",
+    top: g.getBoundingClientRect().top,
+  })),
+}"""
+
+
+def _diagram(chromium: Browser, evidence: str, name: str) -> dict[str, Any]:
+    drawn: dict[str, Any] | None = chromium.js(DIAGRAM, evidence)
+    assert drawn is not None, f"no svg.sequence with an arrow citing {evidence}"
+    _shot(chromium, name)
+    # Drawn top to bottom in data-seq order, which is document order.
+    arrows = drawn["arrows"]
+    assert [a["seq"] for a in arrows] == list(range(len(arrows)))
+    assert all(a["top"] < b["top"] for a, b in itertools.pairwise(arrows)), arrows
+    assert (drawn["role"], drawn["shown"]) == ("img", True)
+    return drawn
+
+
+def test_diagram_of_a_late_result_has_its_arrows_in_order(chromium: Browser, readme_report: Path) -> None:
+    """The hand-written late result: tools/call (line 5), progress (6), the client's cancel (7), two more
+    progress (8, 9) and the result (10) anyway; each message after the cancel carries its finding, inferred
+    (the proxy saw the order; whether the cancel had reached the server rests on the race window)."""
+    chromium.open(readme_report)
+    source = "sample_captures/stdio/handwritten-server-late-result-after-cancel.jsonl"
+    drawn = _diagram(chromium, f"{source}:7", "diagram-late-result")
+    shown = [(a["kind"], a["dir"], a["finding"], a["certainty"]) for a in drawn["arrows"]]
+    assert shown == [
+        ("request", "c2s", None, None),
+        ("progress", "s2c", None, None),
+        ("cancel", "c2s", None, None),
+        ("progress", "s2c", "CW102", "inferred"),
+        ("progress", "s2c", "CW102", "inferred"),
+        ("response", "s2c", "CW101", "inferred"),
+    ]
+    for arrow, line in zip(drawn["arrows"], range(5, 11), strict=True):
+        assert f"{source}:{line}" in arrow["title"]
+    assert drawn["windows"] == 1
+    assert drawn["label"].startswith("Sequence diagram of tools/call slow_write id 2")
+    assert chromium.problems() == []
+
+
+def test_diagram_of_a_reset_after_a_flood_collapses_the_run(chromium: Browser, readme_report: Path) -> None:
+    """The client that stopped reading: the server floods progress, the run collapses to first, count and
+    last, and the client's reset is the cancel, with its finding proven by the capture (exact)."""
+    chromium.open(readme_report)
+    drawn = _diagram(chromium, "sample_captures/http/http-client-stops-reading.pcapng#", "diagram-reset")
+    shown = [(a["kind"], a["dir"], a["finding"], a["certainty"]) for a in drawn["arrows"]]
+    assert shown == [
+        ("request", "c2s", None, None),
+        ("progress", "s2c", None, None),
+        ("collapsed", "s2c", None, None),
+        ("progress", "s2c", None, None),
+        ("reset", "c2s", "CW202", "exact"),
+    ]
+    assert drawn["windows"] == 0
+    assert chromium.problems() == []
