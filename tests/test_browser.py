@@ -30,7 +30,7 @@ from transcripts import Line, write_transcript
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from chromium import Browser, BrowserError, browser  # noqa: E402
+from chromium import VIEWPORT, Browser, BrowserError, By, Keys, Select, browser  # noqa: E402
 
 ARTIFACTS = Path(os.environ.get("CANCELWIRE_ARTIFACTS") or ROOT / "tests" / "artifacts") / "browser"
 SAMPLES = sorted(
@@ -257,6 +257,133 @@ def test_readme_report_is_readable_with_javascript_off(
     for call in readme_json["cancellations"]:
         assert inert.terminal(call["explanation"]) in text
     assert problems == []
+
+
+# --- the report's contract (CONTRACTS.md): verdict first, findings table, filter ----------------------
+
+ROWS = """return [...document.querySelectorAll("#findings tbody tr[data-rule]")].map(
+  (r) => [r.dataset.rule, r.dataset.severity, r.checkVisibility()])"""
+RANK = {"error": 0, "warning": 1, "info": 2}
+
+
+def _visible_rules(chromium: Browser) -> list[str]:
+    return [rule for rule, _severity, visible in chromium.js(ROWS) if visible]
+
+
+def _worst_first(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(findings, key=lambda f: (RANK[f["severity"]], f["rule_id"]))
+
+
+def test_verdict_comes_first_on_the_first_screen(
+    chromium: Browser, readme_report: Path, readme_json: dict[str, Any]
+) -> None:
+    chromium.open(readme_report)
+    place = chromium.js("""
+      const verdict = document.getElementById("verdict"), line = verdict.querySelector("p.verdict");
+      return {
+        first: document.querySelector("section") === verdict,
+        before: [...document.querySelectorAll("table, section")].filter(
+          (e) => e.compareDocumentPosition(verdict) & Node.DOCUMENT_POSITION_FOLLOWING).length,
+        classes: [...line.classList].sort(),
+        bottom: line.getBoundingClientRect().bottom <= window.innerHeight && line.checkVisibility(),
+        text: verdict.innerText,
+      }""")
+    _shot(chromium, "verdict-first-screen")
+    assert (place["first"], place["before"], place["classes"], place["bottom"]) == (True, 0, ["fail", "verdict"], True)
+    summary = readme_json["summary"]
+    for severity, count in summary["by_severity"].items():
+        assert re.search(rf"\b{count}\s+{severity}", place["text"]), severity
+    for outcome, count in summary["by_outcome"].items():
+        assert re.search(rf"\b{count}\s+{outcome}", place["text"]), outcome
+    # The worst finding is read on the first screen, without scrolling.
+    worst = inert.terminal(_worst_first(readme_json["findings"])[0]["message"])
+    seen = chromium.js(
+        """const item = [...document.querySelectorAll("#verdict li")].find((e) => e.textContent.includes(arguments[0]));
+        return item ? item.getBoundingClientRect().bottom <= window.innerHeight && item.checkVisibility() : null""",
+        worst,
+    )
+    assert seen is True
+    assert chromium.problems() == []
+
+
+def test_findings_table_lists_every_finding_worst_first_with_a_link_to_its_call(
+    chromium: Browser, readme_report: Path, readme_json: dict[str, Any]
+) -> None:
+    chromium.open(readme_report)
+    rows = chromium.js(ROWS)
+    expected = _worst_first(readme_json["findings"])
+    assert [(rule, severity) for rule, severity, _ in rows] == [(f["rule_id"], f["severity"]) for f in expected]
+    assert all(visible for *_, visible in rows)
+    # A finding about a cancelled call links to that call's section, and only such a finding does.
+    calls = {(c["session"], c["request_id"]) for c in readme_json["cancellations"]}
+    links = chromium.js("""return [...document.querySelectorAll("#findings tbody tr[data-rule]")].map((r) => {
+        const a = [...r.querySelectorAll("a")].find((l) => /^#call-[0-9]+$/.test(l.getAttribute("href")));
+        const target = a && document.getElementById(a.hash.slice(1));
+        return [r.dataset.outcome !== "", a !== undefined, Boolean(target && target.matches("section.call"))];
+      })""")
+    about_a_call = [(f["session"], f["request_id"]) in calls for f in expected]
+    assert links == [[linked, linked, linked] for linked in about_a_call]
+    assert chromium.problems() == []
+
+
+def test_filtering_the_findings_hides_and_shows_the_right_rows(
+    chromium: Browser, readme_report: Path, readme_json: dict[str, Any]
+) -> None:
+    chromium.open(readme_report)
+    findings = _worst_first(readme_json["findings"])
+    text = chromium.driver.find_element(By.ID, "findings-filter")
+    severity = Select(chromium.driver.find_element(By.ID, "severity-filter"))
+    everything = [f["rule_id"] for f in findings]
+    assert _visible_rules(chromium) == everything
+
+    text.send_keys("CW101")
+    assert _visible_rules(chromium) == [f["rule_id"] for f in findings if f["rule_id"] == "CW101"] != []
+    severity.select_by_value("error")
+    errors_101 = [f["rule_id"] for f in findings if f["rule_id"] == "CW101" and f["severity"] == "error"]
+    assert _visible_rules(chromium) == errors_101
+    _shot(chromium, "filter-CW101-error")
+    text.send_keys(Keys.BACKSPACE * len("CW101"))
+    assert _visible_rules(chromium) == [f["rule_id"] for f in findings if f["severity"] == "error"]
+    severity.select_by_value("info")
+    assert _visible_rules(chromium) == [f["rule_id"] for f in findings if f["severity"] == "info"] != []
+    text.send_keys("no finding says this")
+    assert _visible_rules(chromium) == []
+    text.send_keys(Keys.BACKSPACE * len("no finding says this"))
+    severity.select_by_value("")
+    assert _visible_rules(chromium) == everything
+    assert chromium.problems() == []
+
+
+def test_filtering_by_a_hostile_id_shows_its_rows_and_injects_nothing(chromium: Browser, hostile_report: Path) -> None:
+    chromium.open(hostile_report)
+    chromium.driver.find_element(By.ID, "findings-filter").send_keys(SCRIPT)
+    # CW101, CW102 and CW308 (its progress did not increase) on the call whose id is SCRIPT, and CW301
+    # quoting the stray line that starts with it; not CW101 on the call with id 7.
+    assert sorted(_visible_rules(chromium)) == ["CW101", "CW102", "CW301", "CW308"]
+    assert chromium.js(INJECTED) == {"pwned": False, "handlers": [], "elements": [], "scripts": []}
+    assert chromium.problems() == []
+
+
+def test_without_javascript_every_row_shows_and_no_dead_control(chromium: Browser, readme_report: Path) -> None:
+    chromium.open(readme_report, javascript=False)
+    rows = chromium.js(ROWS)
+    assert rows != [] and all(visible for *_, visible in rows)
+    shown = chromium.js("""return ["#verdict", "#findings-filter", "#severity-filter"].map(
+      (s) => document.querySelector(s).checkVisibility())""")
+    assert shown == [True, False, False]  # a filter that cannot filter is not offered
+    assert chromium.problems() == []
+
+
+def test_the_page_fits_its_width(chromium: Browser, readme_report: Path) -> None:
+    """No table row (CW206's once did) pushes the page past a 1024-pixel window: nothing scrolls sideways."""
+    chromium.viewport(1024, 768)
+    try:
+        chromium.open(readme_report)
+        widths = chromium.js("return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        _shot(chromium, "sample_captures-1024")
+    finally:
+        chromium.viewport(*VIEWPORT)
+    assert widths == [1024, 1024]
 
 
 # --- the sequence diagram of a known cancelled call ---------------------------------------------------
