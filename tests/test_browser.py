@@ -247,7 +247,6 @@ def test_readme_report_is_readable_with_javascript_off(
     _shot(chromium, "sample_captures-js-off-first-screen")
     text = _text(chromium)
     counts = readme_json["summary"]["by_severity"]
-    assert counts == {"error": 9, "warning": 6, "info": 4}  # the samples' verdict, as the README's audit gives it
     for severity, count in counts.items():
         assert re.search(rf"\b{count}\s+{severity}", text), severity
     # Every finding and every cancelled call of the audit is on the page, readable.
