@@ -64,6 +64,8 @@ class Engine:
                 self._by_anomaly.setdefault(name, []).append(rule)
         self._groups: dict[tuple[str, ...], _Group] = {}
         self.skips: dict[tuple[str, str], Skip] = {}
+        self._blind: dict[frozenset[EntryKind], frozenset[str]] = {}
+        """Entry kinds a recording cannot show -> ids of the timeline rules that name one of them."""
         self.unruled_anomalies: dict[str, int] = {}
         """Anomaly names no selected rule handles (counted, so nothing is dropped unseen)."""
 
@@ -173,6 +175,9 @@ class Engine:
         if candidates is None:  # the rules whose condition starts from an entry the timeline has
             candidates = [rule for rule, needs in self._timeline_rules if not needs.isdisjoint(kinds)]
             self._candidates[kinds] = candidates
+        if timeline.unrecorded:
+            blind = self._not_judged(timeline)
+            candidates = [rule for rule in candidates if rule.id not in blind]
         for rule in candidates:
             if rule.condition.shape == "absence" and rule.condition.within is None and not timeline.ended_by_recording:
                 continue
@@ -184,6 +189,22 @@ class Engine:
                 continue
             anchor, hits = matched
             yield self._finding(rule, level, timeline, anchor, hits), hits or ([anchor] if anchor else [])
+
+    def _not_judged(self, timeline: RequestTimeline) -> frozenset[str]:
+        """The timeline rules that name an entry kind the recording cannot show: noted once per
+        session as not judged (their verdict would rest on evidence the format never holds)."""
+        unrecorded = timeline.unrecorded
+        blind = self._blind.get(unrecorded)
+        if blind is None:
+            blind = frozenset(rule.id for rule, _ in self._timeline_rules if not _kinds_of(rule).isdisjoint(unrecorded))
+            self._blind[unrecorded] = blind
+        reason = f"the recording cannot show {', '.join(sorted(unrecorded))}"
+        for rule in self.rules:
+            if rule.id in blind:
+                self.skips.setdefault(
+                    (rule.id, timeline.session_key), Skip(rule.id, rule.slug, timeline.session_key, reason)
+                )
+        return blind
 
     def _match(
         self, rule: Rule, tl: RequestTimeline, cancelled: CancelledCall | None
@@ -254,6 +275,13 @@ def _starts_from(rule: Rule) -> frozenset[EntryKind]:
     selector = rule.condition.on or rule.condition.after
     assert selector is not None  # timeline rules have `on` or `after` (the catalogue checks)
     return selector.events
+
+
+def _kinds_of(rule: Rule) -> frozenset[EntryKind]:
+    """Every entry kind a timeline rule's condition names."""
+    cond = rule.condition
+    selectors = (cond.on, cond.after, cond.then, cond.never)
+    return frozenset().union(*(s.events for s in selectors if s is not None))
 
 
 def _absence(

@@ -167,6 +167,9 @@ class SessionStart:
     """False when the format carries no timestamps (go-sdk): ordering only."""
     supersedes: str | None = None
     """Key of the session this one replaces (the same server restarted, in a host log): it has ended."""
+    unrecorded: frozenset[EntryKind] = frozenset()
+    """Timeline entry kinds the format cannot record (a HAR keeps no stream resets): rules whose
+    condition names one are not judged on the session, and the report says so."""
 
 
 @record
@@ -330,6 +333,8 @@ class RequestTimeline:
     """For a cancelled side-effecting call: the later read's reply that could have checked the effect."""
     ended_by_recording: bool = False
     """True when the timeline was still open when the recording ended (absence rules apply only then)."""
+    unrecorded: frozenset[EntryKind] = frozenset()
+    """Entry kinds its recording cannot show (`SessionStart.unrecorded`)."""
 
 
 @record

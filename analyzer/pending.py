@@ -260,6 +260,7 @@ class SessionState:
             item.cancel,
             item.verified_by,
             ended,
+            start.unrecorded,
         )
 
     def anomaly(
