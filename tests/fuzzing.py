@@ -76,6 +76,11 @@ READER_SAMPLES: dict[str, tuple[str, ...]] = {
         "tests/fixtures/hostlogs/session-sendrecv.jsonl",
         "tests/fixtures/hostlogs/session-dir.jsonl",
     ),
+    "har": (
+        "sample_captures/har/mitmdump-sdk-cancel-notification.har",
+        "sample_captures/har/browser-chromium-cancel.har",
+        "tests/rules/har-request-failed/triggers.har",
+    ),
     "pcap": (
         "sample_captures/http/sdk-http-cancel-close-stream.pcapng",
         "sample_captures/http/bad-server-writes-after-disconnect.pcapng",

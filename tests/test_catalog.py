@@ -17,7 +17,7 @@ from cancelwire.errors import CancelwireError, RuleFileError
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = load_catalog()
-ANOMALY = re.compile(r'"((?:input|jsonrpc|cancel|progress|task|reconstruct|capture|http|sse|stdio)\.[a-z0-9-]+)"')
+ANOMALY = re.compile(r'"((?:input|jsonrpc|cancel|progress|task|reconstruct|capture|har|http|sse|stdio)\.[a-z0-9-]+)"')
 
 
 def _emitted_names() -> set[str]:

@@ -8,7 +8,7 @@ the head of the input wins, unless `--input-format` names one. The readers impor
 from __future__ import annotations
 
 from ..errors import InputError, UnknownFormatError
-from . import claude_desktop, gosdk, ndjson, pcap, pysdk, transcript, unreadable, vscode
+from . import claude_desktop, gosdk, har, ndjson, pcap, pysdk, transcript, unreadable, vscode
 from .base import Reader, ReadOptions
 from .source import InputSource
 from .walk import expand_inputs
@@ -18,6 +18,7 @@ __all__ = ["READERS", "InputSource", "ReadOptions", "Reader", "choose_reader", "
 READERS: tuple[Reader, ...] = (
     transcript.READER,
     pcap.READER,
+    har.READER,
     claude_desktop.READER,
     vscode.READER,
     pysdk.READER,

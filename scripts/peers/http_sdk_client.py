@@ -12,6 +12,10 @@ Flows:
                         3 progress notifications; stay connected 1.5 s; exit.
   cancel-close-stream   2026-07-28 (mode='2026-07-28', no handshake); tools/list; tools/call
                         slow_write(steps=10) with progress; cancel after 3; stay 1.5 s; exit.
+  cancel-after-delay    handshake era; tools/call slow_write(steps=10), cancelled by the caller's 1 s
+                        time limit (anyio.move_on_after), as an application's timeout does; stay
+                        1.5 s; exit (the HAR sample: a proxy that buffers SSE hides the progress).
+  cancel-after-delay-2026-07-28   the same in 2026-07-28 (the SDK closes the call's stream).
   legacy-sse            legacy HTTP+SSE transport (mcp.client.sse.sse_client), handshake era;
                         tools/list; slow_write cancelled after 3 progress; stay 1.5 s; exit.
 
@@ -35,6 +39,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 CANCEL_AFTER = 3
 LINGER = 1.5
+CANCEL_DELAY = 1.0
 
 
 def note(text: str) -> None:
@@ -61,6 +66,15 @@ async def call_and_cancel(client: Client) -> None:
     note("leaving the client context")
 
 
+async def call_with_time_limit(client: Client) -> None:
+    with anyio.move_on_after(CANCEL_DELAY) as scope:
+        result = await client.call_tool("slow_write", {"steps": 10})
+        note(f"UNEXPECTED: call completed: {result}")
+    if scope.cancelled_caught:
+        note(f"call_tool given up after {CANCEL_DELAY} s")
+    await anyio.sleep(LINGER)
+
+
 async def message_handler(message: Any) -> None:
     note(f"message_handler got: {type(message).__name__}")
 
@@ -79,7 +93,7 @@ async def _run(flow: str, url: str, cafile: str | None, keylog: str | None) -> N
             await call_and_cancel(client)
         return
 
-    mode = "2026-07-28" if flow == "cancel-close-stream" else "legacy"
+    mode = "2026-07-28" if flow in ("cancel-close-stream", "cancel-after-delay-2026-07-28") else "legacy"
     async with contextlib.AsyncExitStack() as stack:
         if cafile:
             ctx = ssl.create_default_context(cafile=cafile)
@@ -98,13 +112,25 @@ async def _run(flow: str, url: str, cafile: str | None, keylog: str | None) -> N
         if flow == "clean":
             result = await client.call_tool("echo", {"text": "hello from cancelwire"})
             note(f"echo result: {result.content}")
+        elif flow.startswith("cancel-after-delay"):
+            await call_with_time_limit(client)
         else:
             await call_and_cancel(client)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("flow", choices=["clean", "cancel-notification", "cancel-close-stream", "legacy-sse"])
+    ap.add_argument(
+        "flow",
+        choices=[
+            "clean",
+            "cancel-notification",
+            "cancel-close-stream",
+            "cancel-after-delay",
+            "cancel-after-delay-2026-07-28",
+            "legacy-sse",
+        ],
+    )
     ap.add_argument("url")
     ap.add_argument("--cafile")
     ap.add_argument("--keylog")

@@ -1,0 +1,198 @@
+"""HAR 1.2 files (browser developer tools, mitmproxy, Charles, Proxyman): MCP exchanges as events.
+
+Every entry whose request or response body is JSON-RPC (or an SSE stream of it), or that carries an
+`Mcp-Session-Id`, becomes events; other traffic in the file is left alone (counted in `har.no-mcp`
+when there is no MCP at all). Sessions are keyed by `Mcp-Session-Id` (the request's, else the
+response's, as on `initialize`), else by the URL's host. The vantage is the tool that wrote the file
+(`log.creator.name`): a browser is the client, a proxy is a proxy.
+
+Times come from `startedDateTime` plus the entry's timings (`har_entry`): the request's messages at
+the end of `send`, a JSON reply at the first response byte. A HAR keeps a finished SSE body but not
+when each event arrived: every event but the last is placed at the first response byte (the earliest
+it can have come), the last at the response's end (where the stream ended after it). Events of all
+entries are put in time order (entries are written in the order they finished, by mitmproxy, or
+started, by browsers) in a heap of at most `MAX_REORDER` events.
+
+What a HAR cannot show, and is therefore not judged (`UNRECORDED`, reported by the engine): stream
+resets, a client that stops reading, and bytes written after the client left (the recorder drops
+them). A request the client gave up on (`_error` net::ERR_ABORTED, mitmproxy "Client disconnected.")
+is a client close of its stream at the time the HAR gives, or at an unknown time when it gives none.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import orjson
+
+from ..errors import InputError
+from ..model import Anomaly, EntryKind, Event, Origin, SessionStart, Transport, Vantage
+from .base import ReadOptions
+from .har_entry import EntryProblem, HarExchange, parse
+from .har_events import Make, exchange_events
+from .har_scan import HarSyntaxError, Part, Piece, Scanner
+from .source import InputSource
+
+MAX_REORDER = 100_000
+"""Events held to put entries in time order (a few hundred bytes each): past it the earliest is let
+go, and a later, earlier event comes out of order (the report then says timestamps go backwards)."""
+UNRECORDED = frozenset(
+    {
+        EntryKind.STREAM_RESET_BY_CLIENT,
+        EntryKind.STREAM_RESET_BY_SERVER,
+        EntryKind.RECEIVE_WINDOW_ZERO,
+        EntryKind.SERVER_BYTES,
+    }
+)
+_SNIFF = re.compile(rb'\A\s*\{\s*"log"\s*:\s*\{')
+#: `log.creator.name` (lower case) prefix -> where the file was written.
+_VANTAGES = (
+    (("webinspector", "firefox", "chrome", "edge", "safari"), Vantage.CLIENT),
+    (("mitmproxy", "charles", "proxyman", "fiddler", "burp", "zap", "owasp"), Vantage.PROXY),
+)
+
+
+def vantage_of(creator: str) -> Vantage:
+    name = creator.strip().lower()
+    for prefixes, vantage in _VANTAGES:
+        if name.startswith(prefixes):
+            return vantage
+    return Vantage.UNKNOWN
+
+
+@dataclass(order=True, slots=True)
+class _Pending:
+    ts: float
+    index: int
+    order: int
+    key: str = field(compare=False)
+    origin: Origin = field(compare=False)
+    make: Make = field(compare=False)
+
+
+class HarReader:
+    name = "har"
+
+    def sniff(self, head: bytes) -> bool:
+        return _SNIFF.match(head) is not None
+
+    def read(self, source: InputSource, options: ReadOptions) -> Iterator[Event]:
+        events = HarEvents(source.name, options)
+        with source.open_binary(options.inflate) as stream:
+            scanner = Scanner(stream)
+            try:
+                for piece in scanner.pieces():
+                    yield from events.piece(piece)
+            except HarSyntaxError as exc:
+                if not scanner.seen_entries:
+                    raise InputError(
+                        source.name, f"not a readable HAR file: {exc}", "check that it is a whole HAR 1.2 export"
+                    ) from None
+                yield from events.broken(exc)
+            if not scanner.seen_entries:
+                raise InputError(source.name, "no log.entries array: not a HAR 1.2 file")
+            yield from events.finish(scanner.entries)
+
+
+class HarEvents:
+    """Entries -> events in time order, with `seq`, sessions and their `SessionStart`s."""
+
+    def __init__(self, source: str, options: ReadOptions) -> None:
+        self.source = source
+        self.options = options
+        self.vantage = options.session_vantage(Vantage.UNKNOWN)
+        self.seq = 0
+        self.mcp = 0
+        self._heap: list[_Pending] = []
+        self._order = 0
+        self._started: set[str] = set()
+
+    def piece(self, piece: Piece) -> Iterator[Event]:
+        if piece.data is None:
+            yield self._anomaly(piece.line, "har.entry-unreadable", f"entry {piece.index} skipped: {piece.problem}")
+            return
+        try:
+            value = orjson.loads(piece.data)
+        except orjson.JSONDecodeError as exc:
+            where = f"byte {piece.offset + exc.pos}" if isinstance(exc.pos, int) else f"byte {piece.offset}"
+            what = f"{piece.part.value} {piece.index} skipped: not JSON at {where}: {exc.msg}"
+            yield self._anomaly(piece.line, "har.entry-unreadable", what)
+            return
+        if piece.part is Part.CREATOR:
+            name = value.get("name") if isinstance(value, dict) else None
+            self.vantage = self.options.session_vantage(vantage_of(name if isinstance(name, str) else ""))
+            return
+        try:
+            exchange = parse(value, piece.index, piece.line)
+        except EntryProblem as exc:
+            yield self._anomaly(piece.line, "har.entry-unreadable", f"entry {piece.index} skipped: {exc}")
+            return
+        origin = self.origin(exchange)
+        events = exchange_events(exchange, origin, self.session_key(exchange))
+        if events:
+            self.mcp += 1
+        for ts, key, make in events:
+            yield from self._hold(_Pending(ts, exchange.index, self._next(), key, origin, make))
+
+    def broken(self, exc: HarSyntaxError) -> Iterator[Event]:
+        yield from self._drain()
+        what = f"not JSON at line {exc.line}, byte {exc.offset}: {exc.what}; the entries after it are not read"
+        yield self._anomaly(exc.line, "har.invalid-json", what)
+
+    def finish(self, entries: int) -> Iterator[Event]:
+        yield from self._drain()
+        if self.mcp == 0:
+            yield self._anomaly(1, "har.no-mcp", f"none of the {entries} entries carries JSON-RPC or an Mcp-Session-Id")
+
+    # -- ordering --------------------------------------------------------------------------------
+
+    def _next(self) -> int:
+        self._order += 1
+        return self._order
+
+    def _hold(self, item: _Pending) -> Iterator[Event]:
+        heapq.heappush(self._heap, item)
+        if len(self._heap) > MAX_REORDER:
+            yield from self._emit(heapq.heappop(self._heap))
+
+    def _drain(self) -> Iterator[Event]:
+        while self._heap:
+            yield from self._emit(heapq.heappop(self._heap))
+
+    def _emit(self, item: _Pending) -> Iterator[Event]:
+        key = item.key
+        if key not in self._started:
+            self._started.add(key)
+            self.seq += 1
+            yield SessionStart(
+                seq=self.seq,
+                ts=item.ts,
+                origin=item.origin,
+                session_key=key,
+                transport=Transport.STREAMABLE_HTTP,
+                vantage=self.vantage,
+                input_format="har",
+                label=key.partition("#")[2],
+                unrecorded=UNRECORDED,
+            )
+        self.seq += 1
+        yield item.make(self.seq, key)
+
+    def _anomaly(self, line: int, name: str, detail: str) -> Anomaly:
+        self.seq += 1
+        return Anomaly(self.seq, None, Origin(self.source, line=line), None, name, detail)
+
+    # -- where an entry's events belong -----------------------------------------------------------
+
+    def origin(self, exchange: HarExchange) -> Origin:
+        return Origin(self.source, line=exchange.line)
+
+    def session_key(self, exchange: HarExchange) -> str:
+        sid = exchange.header("mcp-session-id")
+        return f"{self.source}#{sid}" if sid else f"{self.source}#{exchange.host or '?'}"
+
+
+READER = HarReader()

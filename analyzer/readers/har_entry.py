@@ -1,0 +1,184 @@
+"""One HAR 1.2 entry, as far as MCP cares: who, when (from `startedDateTime` plus its timings), what
+status, which bodies, and how it failed.
+
+Every field but `request` and `startedDateTime` may be missing or of the wrong type in files found in
+the wild; a missing optional field is read as absent, never as an error. Timings follow HAR 1.2: the
+phases `blocked`, `dns`, `connect` (which includes `ssl`), `send`, `wait`, `receive` run one after
+another in milliseconds, and -1 (or anything not a non-negative number) means the phase did not
+happen or was not recorded. Browser extras (`_initiator`, `_resourceType`, `_priority`, ...) are
+ignored; `response._error` (Chromium, mitmproxy) is read.
+"""
+
+from __future__ import annotations
+
+import binascii
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+MAX_HEADERS = 1000
+"""Headers read per message; a real request has a few dozen."""
+_BEFORE_SEND = ("blocked", "dns", "connect")
+#: `_error` texts that say the client gave up on the request (the browser or the client behind the
+#: proxy closed it): Chromium's net::ERR_ABORTED, Firefox's NS_BINDING_ABORTED, mitmproxy's
+#: "Client disconnected.".
+ABANDONED = ("ERR_ABORTED", "NS_BINDING_ABORTED", "Client disconnected")
+
+
+class EntryProblem(Exception):
+    """Why an entry cannot be read (it is skipped, and named)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HarExchange:
+    """One entry's request and response."""
+
+    index: int
+    """Entry number from 0, in file order."""
+    line: int
+    """Line of the file where the entry starts (its evidence)."""
+    method: str
+    url: str
+    host: str
+    """`host:port` of the URL (the fallback session of requests without a session id)."""
+    request_headers: dict[str, str]
+    response_headers: dict[str, str]
+    started: float
+    """`startedDateTime`, epoch seconds (UTC)."""
+    sent: float
+    """When the request was sent: started + blocked + dns + connect + send."""
+    first_byte: float
+    """When the response began: sent + wait."""
+    ended: float
+    """When the response ended: first_byte + receive."""
+    status: int
+    """0 when there was no response."""
+    request_body: str | None
+    request_mime: str
+    response_body: str | None
+    """None when the HAR holds no text for it."""
+    response_mime: str
+    response_size: int
+    """`content.size` (bytes of the body), -1 when unknown."""
+    error: str | None
+    """`response._error`: why the request failed or was given up."""
+    response_timed: bool
+    """The response phases (`wait`, `receive`) were recorded: `ended` is when it really ended."""
+
+    @property
+    def abandoned(self) -> bool:
+        """The HAR says the client gave up on the request (see `ABANDONED`)."""
+        return self.error is not None and any(mark in self.error for mark in ABANDONED)
+
+    def header(self, name: str) -> str | None:
+        """A request header, else the same response header (`Mcp-Session-Id` comes back on initialize)."""
+        return self.request_headers.get(name) or self.response_headers.get(name)
+
+
+def parse(value: Any, index: int, line: int) -> HarExchange:
+    """The entry `value` (already JSON-decoded), or `EntryProblem` saying what is missing."""
+    if not isinstance(value, dict):
+        raise EntryProblem(f"an entry must be an object, not a JSON {type(value).__name__}")
+    request = value.get("request")
+    if not isinstance(request, dict):
+        raise EntryProblem('no "request" object')
+    response = _object(value.get("response"))
+    started = _started(value.get("startedDateTime"))
+    timings = _object(value.get("timings"))
+    sent = started + (sum(_ms(timings, k) for k in _BEFORE_SEND) + _ms(timings, "send")) / 1000
+    wait, receive = _ms(timings, "wait"), _ms(timings, "receive")
+    first_byte = sent + wait / 1000
+    ended = first_byte + receive / 1000
+    if not timings:  # no phases at all: only the total `time`
+        first_byte = ended = started + _ms(value, "time") / 1000
+    content = _object(response.get("content"))
+    post = _object(request.get("postData"))
+    url = _text(request.get("url"))
+    status = response.get("status")
+    error = response.get("_error")
+    return HarExchange(
+        index=index,
+        line=line,
+        method=_text(request.get("method")).upper(),
+        url=url,
+        host=urlsplit(url).netloc if "//" in url else url,
+        request_headers=_headers(request.get("headers")),
+        response_headers=_headers(response.get("headers")),
+        started=started,
+        sent=sent,
+        first_byte=first_byte,
+        ended=ended,
+        status=status if isinstance(status, int) and not isinstance(status, bool) and status > 0 else 0,
+        request_body=_body(post),
+        request_mime=_text(post.get("mimeType")),
+        response_body=_body(content),
+        response_mime=_text(content.get("mimeType")) or _headers(response.get("headers")).get("content-type", ""),
+        response_size=_size(content.get("size")),
+        error=error if isinstance(error, str) and error else None,
+        response_timed=wait > 0 or receive > 0 or not timings,
+    )
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _size(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else -1
+
+
+def _ms(table: dict[str, Any], key: str) -> float:
+    """A phase in milliseconds; 0 when absent, -1, or not a finite non-negative number."""
+    value = table.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    value = float(value)
+    return value if math.isfinite(value) and 0 <= value < 1e12 else 0.0
+
+
+def _started(value: Any) -> float:
+    if not isinstance(value, str):
+        raise EntryProblem('no "startedDateTime"')
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise EntryProblem(f"startedDateTime {value[:60]!r} is not an ISO 8601 time") from None
+    if when.tzinfo is None:  # HAR 1.2 requires the offset; without one, UTC is the only honest guess
+        when = when.replace(tzinfo=UTC)
+    return when.timestamp()
+
+
+def _headers(value: Any) -> dict[str, str]:
+    """Header name (lower case) -> first value."""
+    headers: dict[str, str] = {}
+    if not isinstance(value, list):
+        return headers
+    for item in value[:MAX_HEADERS]:
+        if isinstance(item, dict):
+            name, text = item.get("name"), item.get("value")
+            if isinstance(name, str) and isinstance(text, str):
+                headers.setdefault(name.lower(), text)
+    return headers
+
+
+def _body(table: dict[str, Any]) -> str | None:
+    """A postData's or content's text, base64-decoded when `encoding` says so."""
+    text = table.get("text")
+    if not isinstance(text, str):
+        return None
+    encoding = table.get("encoding")
+    if encoding in (None, ""):
+        return text
+    if encoding != "base64":
+        raise EntryProblem(f"unknown body encoding {str(encoding)[:40]!r}")
+    try:
+        raw = binascii.a2b_base64(text, strict_mode=True)
+    except binascii.Error as exc:
+        raise EntryProblem(f"a base64 body that does not decode: {exc}") from None
+    return raw.decode("utf-8", "replace")

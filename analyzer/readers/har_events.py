@@ -1,0 +1,176 @@
+"""The events of one HAR entry, each with the time it is ordered by (see `har` for the placement).
+
+Not MCP (no JSON-RPC body, no `Mcp-Session-Id`): no events. Otherwise, in the entry's order: the
+request's messages; the response's status problems; a JSON reply, or the SSE stream (opened, its
+events, closed by its end); or, with no response, the client's close (given up) or the failure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from ..jsonrpc import decode_text
+from ..model import (
+    Anomaly,
+    Direction,
+    Event,
+    Message,
+    MessageEvent,
+    MessageKind,
+    Origin,
+    RequestId,
+    Revision,
+    TransportEvent,
+    TransportKind,
+)
+from .har_entry import HarExchange
+from .sse import SseEvent, SseParser
+
+Make = Callable[[int, str], Event]
+"""Builds an event once its `seq` and session key are known."""
+Timed = tuple[float, Make]
+"""The time an event is ordered by, and its maker."""
+
+_JSONRPC = re.compile(r'\A\s*[\[{].*?"jsonrpc"', re.S)
+_NO_BODY = (202, 204, 304)
+
+
+def exchange_events(ex: HarExchange, origin: Origin, key: str) -> list[tuple[float, str, Make]]:
+    """Every event of the entry with its ordering time; empty when the entry is not MCP traffic."""
+    sse = "event-stream" in ex.response_mime
+    request_rpc = ex.request_body is not None and _JSONRPC.match(ex.request_body[:4096]) is not None
+    response_rpc = ex.response_body is not None and '"jsonrpc"' in ex.response_body
+    if not (request_rpc or response_rpc or ex.header("mcp-session-id")):
+        return []
+    build = _Builder(ex, origin)
+    unrecorded = bool(ex.status) and ex.status not in _NO_BODY and _not_recorded(ex)
+    requests = build.body(ex.request_body, Direction.C2S, ex.sent, "request body", drop_requests=unrecorded)
+    first = next((m for m in requests if m.kind is MessageKind.REQUEST), None)
+    request_id, method = (first.id, first.method) if first is not None else (None, None)
+    if unrecorded:
+        what = f"{build.name}: the response body is not in the HAR (content size {ex.response_size})"
+        if first is not None:
+            what += f"; the request {method} (id {request_id!r}) is left out, as its reply cannot be judged"
+        build.timed.append((ex.ended, build.anomaly("har.body-not-recorded", what, ex.ended, request_id, method)))
+        return [(ts, key, make) for ts, make in build.timed]
+    if ex.status >= 400 and ex.method == "POST":
+        what = f"{build.name}: HTTP {ex.status} to POST {ex.url}"
+        build.timed.append((ex.first_byte, build.anomaly("http.error-status", what, ex.first_byte, request_id, method)))
+    if ex.response_body and sse and 200 <= ex.status < 300:
+        _stream(build, ex.response_body)
+    elif ex.response_body and ex.response_body.strip():
+        build.body(ex.response_body, Direction.S2C, ex.first_byte, "response body")
+    if ex.status == 0:
+        build.timed.append(_no_response(build, request_id, method))
+    return [(ts, key, make) for ts, make in build.timed]
+
+
+def _not_recorded(ex: HarExchange) -> bool:
+    """A response with a body the HAR did not keep (no text, or an empty text for a non-empty body)."""
+    return ex.response_body is None or (not ex.response_body and ex.response_size > 0)
+
+
+def _stream(build: _Builder, body: str) -> None:
+    """An SSE response: opened at the first byte, its events, closed at its end."""
+    ex = build.ex
+    build.transport(TransportKind.STREAM_OPENED, ex.first_byte, f"{ex.method} {ex.url}")
+    parser = SseParser()
+    events = [e for e in parser.feed(body.encode()) if e.data and e.data.strip() and e.event != "endpoint"]
+    for n, event in enumerate(events):
+        ts = ex.ended if n == len(events) - 1 else ex.first_byte
+        _sse_event(build, event, ts)
+    partial = parser.finish()
+    if partial is not None:
+        shown = partial.raw[:200].decode("utf-8", "replace")
+        what = f"{build.name}: the SSE body stops inside an event at byte {partial.start} (a client discards it)"
+        what += f": {shown!r}"
+        build.timed.append((ex.ended, build.anomaly("sse.partial-event", what, ex.ended)))
+    if not ex.abandoned:
+        build.transport(TransportKind.CLOSED_BY_SERVER, ex.ended, "the SSE response ended")
+
+
+def _sse_event(build: _Builder, event: SseEvent, ts: float) -> None:
+    if event.oversized:
+        what = f"{build.name}: an SSE event of {event.end - event.start} bytes was skipped"
+        build.timed.append((ts, build.anomaly("sse.event-too-large", what, ts)))
+        return
+    what = f"SSE event (id={event.id})" if event.id is not None else "SSE event"
+    build.body(event.data or "", Direction.S2C, ts, what)
+
+
+def _no_response(build: _Builder, request_id: RequestId | None, method: str | None) -> Timed:
+    """No status: the client gave up (a close of the stream), or the request failed."""
+    ex = build.ex
+    if ex.abandoned:
+        ts = ex.ended if ex.response_timed else None
+        when = "" if ts is not None else "; when is not recorded"
+        detail = f"{build.name}: the HAR records {ex.error!r}: the client gave up on the request{when}"
+        stream = build.stream
+        origin = build.origin
+        make: Make = lambda seq, key: TransportEvent(  # noqa: E731
+            seq, ts, origin, key, TransportKind.CLOSED_BY_CLIENT, stream, detail
+        )
+        return ex.ended, make
+    why = ex.error or "no status and no error recorded"
+    target = " ".join(filter(None, (ex.method, ex.url))) or "the request"
+    what = f"{build.name}: {target} got no response ({why})"
+    return ex.ended, build.anomaly("har.request-failed", what, ex.ended, request_id, method)
+
+
+class _Builder:
+    """Makes one entry's events (they share its origin, stream and revision)."""
+
+    def __init__(self, ex: HarExchange, origin: Origin) -> None:
+        self.ex = ex
+        self.origin = origin
+        self.stream = f"har{ex.index}"
+        self.name = f"entry {ex.index}"
+        revision: Revision | None = ex.request_headers.get("mcp-protocol-version")
+        self.revision = revision
+        self.timed: list[Timed] = []
+
+    def body(
+        self, text: str | None, direction: Direction, ts: float, what: str, *, drop_requests: bool = False
+    ) -> list[Message]:
+        """The messages of one JSON body (or SSE event data), added with `ts` (requests left out when
+        `drop_requests`); problems as anomalies. Returns every message."""
+        if not text:
+            return []
+        decoded = decode_text(text)
+        if decoded is None:
+            self.timed.append(
+                (ts, self.anomaly("http.non-json-body", f"{self.name}: {what} is not JSON: {text[:120]!r}", ts))
+            )
+            return []
+        if decoded.batch:
+            size = len(decoded.messages) + len(decoded.problems)
+            self.timed.append(
+                (
+                    ts,
+                    self.anomaly(
+                        "jsonrpc.batch", f"{self.name}: {what} is a JSON array of {size} messages (a batch)", ts
+                    ),
+                )
+            )
+        for problem in decoded.problems:
+            self.timed.append((ts, self.anomaly(problem.name, f"{self.name}: {problem.detail}", ts)))
+        for message in decoded.messages:
+            if not (drop_requests and message.kind is MessageKind.REQUEST):
+                self.timed.append((ts, self._message(message, direction, ts)))
+        return list(decoded.messages)
+
+    def _message(self, message: Message, direction: Direction, ts: float) -> Make:
+        origin, stream, revision = self.origin, self.stream, self.revision
+        return lambda seq, key: MessageEvent(seq, ts, origin, key, direction, message, stream, revision)
+
+    def transport(self, kind: TransportKind, ts: float, detail: str) -> None:
+        origin, stream = self.origin, self.stream
+        make: Make = lambda seq, key: TransportEvent(seq, ts, origin, key, kind, stream, detail)  # noqa: E731
+        self.timed.append((ts, make))
+
+    def anomaly(
+        self, name: str, detail: str, ts: float, request_id: RequestId | None = None, method: str | None = None
+    ) -> Make:
+        origin = self.origin
+        return lambda seq, key: Anomaly(seq, ts, origin, key, name, detail, request_id, method)

@@ -1,0 +1,275 @@
+"""The HAR reader: exact verdicts on the samples, times and order, what is not judged, hostile files."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cancelwire.errors import InputError
+from cancelwire.model import Anomaly, Direction, MessageEvent, SessionStart, TransportEvent, TransportKind, Vantage
+from cancelwire.pipeline import audit
+from cancelwire.readers import InputSource, ReadOptions, choose_reader
+from cancelwire.readers.har import READER, vantage_of
+from cancelwire.readers.har_scan import MAX_DEPTH, Part, Scanner
+from cancelwire.report import build
+
+ROOT = Path(__file__).resolve().parents[1]
+HAR = ROOT / "sample_captures" / "har"
+NOT_JUDGED = (
+    "the recording cannot show receive-window-zero, server-bytes, stream-reset-by-client, stream-reset-by-server, "
+    "so not judged: write-after-disconnect, stream-left-open-after-abandon, capture-ended-with-stream-open, "
+    "message-after-disconnect"
+)
+
+
+def _report(path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    monkeypatch.chdir(ROOT)
+    return build(audit([str(path.relative_to(ROOT))]))
+
+
+def _findings(report: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return [
+        (f["rule_id"], f["severity"], f["certainty"], f["request_id"], [e["line"] for e in f["evidence"]])
+        for f in report["findings"]
+    ]
+
+
+def _events(path: Path) -> list[Any]:
+    return list(READER.read(InputSource(path.name, path), ReadOptions()))
+
+
+# -- the samples ---------------------------------------------------------------------------------
+
+
+def test_mitmdump_sample_reply_after_the_cancel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """mitmproxy wrote the call's entry (line 333) after the cancel's (line 447) because it finished later;
+    in time the cancel comes first, and the SDK's -32800 'Request cancelled' is a reply after it."""
+    report = _report(HAR / "mitmdump-sdk-cancel-notification.har", monkeypatch)
+    assert _findings(report) == [("CW101", "warning", "exact", 3, [447, 333])]
+    (call,) = report["cancellations"]
+    assert (call["request_id"], call["mechanism"], call["outcome"]) == (3, "notification", "late-result-violation")
+    (session,) = report["sessions"]
+    assert (session["format"], session["vantage"], session["protocol_version"]) == ("har", "proxy", "2025-11-25")
+    assert report["unjudged"] == [f"{session['id']}: {NOT_JUDGED}"]
+
+
+def test_mitmdump_sample_client_disconnect_is_the_2026_cancel(monkeypatch: pytest.MonkeyPatch) -> None:
+    report = _report(HAR / "mitmdump-sdk-cancel-close-stream.har", monkeypatch)
+    assert _findings(report) == []
+    (call,) = report["cancellations"]
+    assert (call["request_id"], call["mechanism"], call["outcome"]) == (2, "disconnect", "outcome-unverified")
+    closes = [e for e in _events(HAR / "mitmdump-sdk-cancel-close-stream.har") if isinstance(e, TransportEvent)]
+    assert [(e.kind, e.ts, e.stream) for e in closes] == [(TransportKind.CLOSED_BY_CLIENT, None, "har1")]
+    assert "'Client disconnected.'" in closes[0].detail and "when is not recorded" in closes[0].detail
+
+
+def test_browser_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    path = HAR / "browser-chromium-cancel.har"
+    report = _report(path, monkeypatch)
+    assert _findings(report) == []
+    (call,) = report["cancellations"]
+    assert (call["request_id"], call["mechanism"], call["outcome"]) == (3, "notification", "verified-by-read")
+    assert report["sessions"][0]["vantage"] == "client"
+    events = _events(path)
+    messages = [(e.direction, e.message.id, e.message.method) for e in events if isinstance(e, MessageEvent)]
+    assert messages == [
+        (Direction.C2S, 1, "initialize"),
+        (Direction.S2C, 1, None),
+        (Direction.C2S, None, "notifications/initialized"),
+        (Direction.C2S, 2, "tools/list"),
+        (Direction.S2C, 2, None),
+        (Direction.C2S, 3, "tools/call"),
+        (Direction.C2S, None, "notifications/cancelled"),
+        (Direction.C2S, 4, "tools/call"),
+        (Direction.S2C, 4, None),  # its body was base64
+    ]
+    (abort,) = [e for e in events if isinstance(e, TransportEvent) and e.kind is TransportKind.CLOSED_BY_CLIENT]
+    started = 1784885401.0  # 2026-07-24T09:30:01Z, plus `time` (0.6 + 1010 ms)
+    assert abort.ts == pytest.approx(started + 1.0106) and "net::ERR_ABORTED" in abort.detail
+
+
+# -- times and order -------------------------------------------------------------------------------
+
+
+def _entry(at: str, body: str | None, reply: str | None = "", **timings: float) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "startedDateTime": at,
+        "request": {"method": "POST", "url": "http://h:1/mcp", "headers": [{"name": "Mcp-Session-Id", "value": "s"}]},
+        "response": {"status": 200, "content": {"mimeType": "text/event-stream"}},
+        "timings": timings,
+    }
+    if body is not None:
+        entry["request"]["postData"] = {"text": body}
+    if reply is not None:
+        entry["response"]["content"]["text"] = reply
+    return entry
+
+
+def _rpc(**fields: Any) -> str:
+    return json.dumps({"jsonrpc": "2.0", **fields})
+
+
+def _write(tmp_path: Path, entries: list[Any], creator: str = "mitmproxy") -> Path:
+    path = tmp_path / "x.har"
+    path.write_text(json.dumps({"log": {"version": "1.2", "creator": {"name": creator}, "entries": entries}}, indent=1))
+    return path
+
+
+def test_sse_events_placed_between_first_byte_and_end_and_entries_put_in_time_order(tmp_path: Path) -> None:
+    progress = _rpc(method="notifications/progress", params={"progressToken": 1, "progress": 1})
+    stream = f"data: {progress}\n\ndata: {_rpc(id=1, result={})}\n\n"
+    call = _entry(
+        "2026-01-01T00:00:00Z", _rpc(id=1, method="tools/call", params={}), stream, send=10, wait=90, receive=900
+    )
+    cancel = _entry("2026-01-01T00:00:00.5+00:00", _rpc(method="notifications/cancelled", params={"requestId": 1}), "")
+    cancel["response"] = {"status": 202}
+    events = _events(_write(tmp_path, [cancel, call]))  # written in the order they finished, as mitmproxy does
+    t0 = 1767225600.0
+    timed = [(e.message.method or e.message.id, e.ts) for e in events if isinstance(e, MessageEvent)]
+    assert timed == [
+        ("tools/call", pytest.approx(t0 + 0.01)),
+        ("notifications/progress", pytest.approx(t0 + 0.1)),  # first response byte
+        ("notifications/cancelled", pytest.approx(t0 + 0.5)),
+        (1, pytest.approx(t0 + 1.0)),  # the last event: the response's end
+    ]
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+
+
+def test_missing_optional_fields_minus_one_timings_and_a_naive_time(tmp_path: Path) -> None:
+    bare = {"startedDateTime": "2026-01-01T00:00:00", "request": {"postData": {"text": _rpc(id=7, method="ping")}}}
+    timed = _entry(
+        "2026-01-01T00:00:01Z", _rpc(id=8, method="ping"), None, blocked=-1, dns=-1, connect=-1, send=5, wait=-1
+    )
+    timed["response"] = {"status": 200, "content": {"text": _rpc(id=8, result={}), "mimeType": "application/json"}}
+    events = _events(_write(tmp_path, [bare, timed], creator="Proxyman"))
+    starts = [(e.session_key, e.vantage) for e in events if isinstance(e, SessionStart)]
+    assert starts == [("x.har#?", Vantage.PROXY), ("x.har#s", Vantage.PROXY)]  # no URL, no session id: "?"
+    found = [(e.message.id, e.ts) for e in events if isinstance(e, MessageEvent)]
+    t0 = 1767225600.0
+    assert found == [(7, t0), (8, pytest.approx(t0 + 1.005)), (8, pytest.approx(t0 + 1.005))]
+    # HAR 1.2 requires a response; an entry without one got none, as far as the file says
+    assert _anomalies(events) == [
+        ("har.request-failed", 8, "entry 0: the request got no response (no status and no error recorded)")
+    ]
+
+
+def test_vantage_from_creator() -> None:
+    assert [vantage_of(n) for n in ("WebInspector", "Firefox", "mitmproxy", "Charles Proxy", "curl", "")] == [
+        Vantage.CLIENT,
+        Vantage.CLIENT,
+        Vantage.PROXY,
+        Vantage.PROXY,
+        Vantage.UNKNOWN,
+        Vantage.UNKNOWN,
+    ]
+
+
+def test_sniffing_claims_pretty_and_minified_hars_only(tmp_path: Path) -> None:
+    pretty = _write(tmp_path, [])
+    minified = tmp_path / "m.json"
+    minified.write_text(json.dumps({"log": {"creator": {"name": "x"}, "entries": []}}))
+    line = tmp_path / "n.jsonl"
+    line.write_text(_rpc(id=1, method="ping") + "\n")
+    assert [choose_reader(InputSource(p.name, p), None).name for p in (pretty, minified, line)] == [
+        "har",
+        "har",
+        "ndjson",
+    ]
+
+
+# -- hostile files -----------------------------------------------------------------------------------
+
+
+def _anomalies(events: list[Any]) -> list[tuple[str, int | None, str]]:
+    return [(e.name, e.origin.line, e.detail) for e in events if isinstance(e, Anomaly)]
+
+
+def test_broken_json_before_the_entries_is_an_input_error_naming_line_and_byte(tmp_path: Path) -> None:
+    path = tmp_path / "bad.har"
+    path.write_text('{"log": {\n  "creator": {"name": "x"]\n}}')
+    with pytest.raises(InputError) as caught:
+        _events(path)
+    assert caught.value.message == "bad.har: not a readable HAR file: line 2, byte 35: unexpected ']'"
+
+
+def test_broken_json_after_entries_keeps_what_came_before(tmp_path: Path) -> None:
+    good = _entry("2026-01-01T00:00:00Z", _rpc(id=1, method="ping"))
+    path = _write(tmp_path, [good, good])
+    text = path.read_text()
+    path.write_text(text[: text.rindex('"startedDateTime"')] + "]]")
+    events = _events(path)
+    assert [e.message.id for e in events if isinstance(e, MessageEvent)] == [1]
+    ((name, line, detail),) = _anomalies(events)
+    lines = text[: text.rindex('"startedDateTime"')].count("\n") + 1
+    assert (name, line) == ("har.invalid-json", lines)
+    assert detail.startswith(f"not JSON at line {lines}, byte ") and "unexpected ']'" in detail
+
+
+def test_no_entries_array_is_an_input_error(tmp_path: Path) -> None:
+    path = tmp_path / "x.har"
+    path.write_text('{"log": {"version": "1.2"}}')
+    with pytest.raises(InputError, match=r"no log\.entries array: not a HAR 1\.2 file"):
+        _events(path)
+
+
+def test_bad_entries_are_named_and_skipped(tmp_path: Path) -> None:
+    good = _entry("2026-01-01T00:00:00Z", _rpc(id=1, method="ping"))
+    deep: Any = []
+    for _ in range(MAX_DEPTH + 5):
+        deep = [deep]
+    nested = copy.deepcopy(good) | {"_initiator": deep}
+    base64 = copy.deepcopy(good)
+    base64["response"]["content"] = {"text": "eyJ", "encoding": "base64"}
+    entries = [7, "x", {"request": {}}, good | {"startedDateTime": "yesterday"}, nested, base64, good]
+    events = _events(_write(tmp_path, entries))
+    details = [d for _, _, d in _anomalies(events)]
+    assert details == [
+        "entry 0 skipped: an entry must be an object",
+        "entry 1 skipped: an entry must be an object",
+        'entry 2 skipped: no "startedDateTime"',
+        "entry 3 skipped: startedDateTime 'yesterday' is not an ISO 8601 time",
+        f"entry 4 skipped: nested deeper than {MAX_DEPTH} levels",
+        "entry 5 skipped: a base64 body that does not decode: Incorrect padding",
+    ]
+    assert [e.message.id for e in events if isinstance(e, MessageEvent)] == [1]
+
+
+def test_nesting_outside_the_entries_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "x.har"
+    path.write_text('{"log": {"pages": ' + "[" * 100_000 + "]" * 100_000 + ', "entries": []}}')
+    with pytest.raises(InputError, match=f"nesting deeper than {MAX_DEPTH} levels"):
+        _events(path)
+
+
+class Trickle:
+    """A stream that gives a few bytes per read, so every value and escape crosses chunk ends."""
+
+    def __init__(self, data: bytes, step: int) -> None:
+        self.data, self.step, self.pos = data, step, 0
+
+    def read(self, size: int = -1, /) -> bytes:
+        piece = self.data[self.pos : self.pos + min(size, self.step)]
+        self.pos += len(piece)
+        return piece
+
+
+def test_scanner_cuts_the_same_pieces_whatever_the_chunking() -> None:
+    data = (HAR / "mitmdump-sdk-cancel-notification.har").read_bytes()
+    whole = list(Scanner(Trickle(data, len(data))).pieces())
+    assert [(p.part, p.index) for p in whole] == [(Part.CREATOR, 0)] + [(Part.ENTRY, i) for i in range(7)]
+    for step in (1, 7, 64):
+        assert list(Scanner(Trickle(data, step)).pieces()) == whole
+    entries = json.loads(data)["log"]["entries"]
+    assert [json.loads(p.data or b"") for p in whole[1:]] == entries
+
+
+def test_an_entry_over_the_size_limit_is_skipped_not_kept() -> None:
+    big = {"log": {"entries": [{"request": {"postData": {"text": "x" * 5000}}}, {"request": {}}]}}
+    pieces = list(Scanner(Trickle(json.dumps(big).encode(), 100), max_entry=1000).pieces())
+    assert [(p.index, p.data is None, p.problem) for p in pieces] == [
+        (0, True, "larger than 1000 bytes"),
+        (1, False, None),
+    ]
