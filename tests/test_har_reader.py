@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -273,3 +274,39 @@ def test_an_entry_over_the_size_limit_is_skipped_not_kept() -> None:
         (0, True, "larger than 1000 bytes"),
         (1, False, None),
     ]
+
+
+def test_past_the_reorder_buffer_events_come_out_of_order_and_the_report_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("cancelwire.readers.har.MAX_REORDER", 1)
+    pings = [_entry(f"2026-01-01T00:00:0{s}Z", _rpc(id=s, method="ping")) for s in (5, 6, 1)]
+    path = _write(tmp_path, pings)
+    assert [e.message.id for e in _events(path) if isinstance(e, MessageEvent)] == [5, 1, 6]
+    monkeypatch.chdir(tmp_path)
+    notes = build(audit([path.name]))["unjudged"]
+    assert "x.har#s: timestamps go backwards (log time); order follows the file, gaps are rough" in notes
+
+
+def test_a_cut_gzip_names_both_the_cut_and_the_damage(tmp_path: Path) -> None:
+    whole = (HAR / "browser-chromium-cancel.har").read_bytes()
+    packed = gzip.compress(whole)
+    path = tmp_path / "b.har.gz"
+    path.write_bytes(packed[: len(packed) * 2 // 3])
+    events = _events(path)
+    names = [name for name, _, _ in _anomalies(events)]
+    assert names == ["har.invalid-json", "input.compression-damaged"]
+    assert sum(isinstance(e, MessageEvent) for e in events) >= 3  # the handshake before the cut
+
+
+def test_a_legacy_sse_stream_is_named_not_misplaced(tmp_path: Path) -> None:
+    get = _entry(
+        "2026-01-01T00:00:00Z",
+        None,
+        f"event: endpoint\ndata: /messages?sessionId=s\n\ndata: {_rpc(id=1, result={})}\n\n",
+    )
+    get["request"]["method"] = "GET"
+    events = _events(_write(tmp_path, [get]))
+    ((name, _, detail),) = _anomalies(events)
+    assert name == "har.entry-unreadable" and "legacy HTTP+SSE stream" in detail
+    assert not any(isinstance(e, MessageEvent) for e in events)

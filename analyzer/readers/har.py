@@ -11,7 +11,8 @@ the end of `send`, a JSON reply at the first response byte. A HAR keeps a finish
 when each event arrived: every event but the last is placed at the first response byte (the earliest
 it can have come), the last at the response's end (where the stream ended after it). Events of all
 entries are put in time order (entries are written in the order they finished, by mitmproxy, or
-started, by browsers) in a heap of at most `MAX_REORDER` events.
+started, by browsers) in a heap of at most `MAX_REORDER` events and the events of `MAX_REORDER_BYTES`
+of entries, so memory stays bounded whatever the file's size.
 
 What a HAR cannot show, and is therefore not judged (`UNRECORDED`, reported by the engine): stream
 resets, a client that stops reading, and bytes written after the client left (the recorder drops
@@ -37,8 +38,10 @@ from .har_scan import HarSyntaxError, Part, Piece, Scanner
 from .source import InputSource
 
 MAX_REORDER = 100_000
-"""Events held to put entries in time order (a few hundred bytes each): past it the earliest is let
+"""Events held to put entries in time order: past it (or past `MAX_REORDER_BYTES`) the earliest is let
 go, and a later, earlier event comes out of order (the report then says timestamps go backwards)."""
+MAX_REORDER_BYTES = 128 << 20
+"""The entries (as JSON bytes) whose events are held at most: held events keep their parsed bodies."""
 UNRECORDED = frozenset(
     {
         EntryKind.STREAM_RESET_BY_CLIENT,
@@ -71,6 +74,8 @@ class _Pending:
     key: str = field(compare=False)
     origin: Origin = field(compare=False)
     make: Make = field(compare=False)
+    weight: int = field(compare=False)
+    """Its share of its entry's bytes."""
 
 
 class HarReader:
@@ -95,6 +100,8 @@ class HarReader:
             if not scanner.seen_entries:
                 raise InputError(source.name, "no log.entries array: not a HAR 1.2 file")
             yield from events.finish(scanner.entries)
+            if stream.problem is not None:  # a damaged or capped .gz: why the file ended early
+                yield events.anomaly(scanner.line, stream.problem.name, stream.problem.detail)
 
 
 class HarEvents:
@@ -107,19 +114,20 @@ class HarEvents:
         self.seq = 0
         self.mcp = 0
         self._heap: list[_Pending] = []
+        self._held_bytes = 0
         self._order = 0
         self._started: set[str] = set()
 
     def piece(self, piece: Piece) -> Iterator[Event]:
         if piece.data is None:
-            yield self._anomaly(piece.line, "har.entry-unreadable", f"entry {piece.index} skipped: {piece.problem}")
+            yield self.anomaly(piece.line, "har.entry-unreadable", f"entry {piece.index} skipped: {piece.problem}")
             return
         try:
             value = orjson.loads(piece.data)
         except orjson.JSONDecodeError as exc:
             where = f"byte {piece.offset + exc.pos}" if isinstance(exc.pos, int) else f"byte {piece.offset}"
             what = f"{piece.part.value} {piece.index} skipped: not JSON at {where}: {exc.msg}"
-            yield self._anomaly(piece.line, "har.entry-unreadable", what)
+            yield self.anomaly(piece.line, "har.entry-unreadable", what)
             return
         if piece.part is Part.CREATOR:
             name = value.get("name") if isinstance(value, dict) else None
@@ -128,24 +136,25 @@ class HarEvents:
         try:
             exchange = parse(value, piece.index, piece.line)
         except EntryProblem as exc:
-            yield self._anomaly(piece.line, "har.entry-unreadable", f"entry {piece.index} skipped: {exc}")
+            yield self.anomaly(piece.line, "har.entry-unreadable", f"entry {piece.index} skipped: {exc}")
             return
         origin = self.origin(exchange)
         events = exchange_events(exchange, origin, self.session_key(exchange))
         if events:
             self.mcp += 1
+        weight = len(piece.data) // max(1, len(events))
         for ts, key, make in events:
-            yield from self._hold(_Pending(ts, exchange.index, self._next(), key, origin, make))
+            yield from self._hold(_Pending(ts, exchange.index, self._next(), key, origin, make, weight))
 
     def broken(self, exc: HarSyntaxError) -> Iterator[Event]:
         yield from self._drain()
         what = f"not JSON at line {exc.line}, byte {exc.offset}: {exc.what}; the entries after it are not read"
-        yield self._anomaly(exc.line, "har.invalid-json", what)
+        yield self.anomaly(exc.line, "har.invalid-json", what)
 
     def finish(self, entries: int) -> Iterator[Event]:
         yield from self._drain()
         if self.mcp == 0:
-            yield self._anomaly(1, "har.no-mcp", f"none of the {entries} entries carries JSON-RPC or an Mcp-Session-Id")
+            yield self.anomaly(1, "har.no-mcp", f"none of the {entries} entries carries JSON-RPC or an Mcp-Session-Id")
 
     # -- ordering --------------------------------------------------------------------------------
 
@@ -155,7 +164,8 @@ class HarEvents:
 
     def _hold(self, item: _Pending) -> Iterator[Event]:
         heapq.heappush(self._heap, item)
-        if len(self._heap) > MAX_REORDER:
+        self._held_bytes += item.weight
+        while len(self._heap) > MAX_REORDER or self._held_bytes > MAX_REORDER_BYTES:
             yield from self._emit(heapq.heappop(self._heap))
 
     def _drain(self) -> Iterator[Event]:
@@ -163,6 +173,7 @@ class HarEvents:
             yield from self._emit(heapq.heappop(self._heap))
 
     def _emit(self, item: _Pending) -> Iterator[Event]:
+        self._held_bytes -= item.weight
         key = item.key
         if key not in self._started:
             self._started.add(key)
@@ -181,7 +192,7 @@ class HarEvents:
         self.seq += 1
         yield item.make(self.seq, key)
 
-    def _anomaly(self, line: int, name: str, detail: str) -> Anomaly:
+    def anomaly(self, line: int, name: str, detail: str) -> Anomaly:
         self.seq += 1
         return Anomaly(self.seq, None, Origin(self.source, line=line), None, name, detail)
 

@@ -34,6 +34,7 @@ Timed = tuple[float, Make]
 
 _JSONRPC = re.compile(r'\A\s*[\[{].*?"jsonrpc"', re.S)
 _NO_BODY = (202, 204, 304)
+_LEGACY = re.compile(r"^event:\s*endpoint\s*$", re.M)
 
 
 def exchange_events(ex: HarExchange, origin: Origin, key: str) -> list[tuple[float, str, Make]]:
@@ -57,7 +58,11 @@ def exchange_events(ex: HarExchange, origin: Origin, key: str) -> list[tuple[flo
     if ex.status >= 400 and ex.method == "POST":
         what = f"{build.name}: HTTP {ex.status} to POST {ex.url}"
         build.timed.append((ex.first_byte, build.anomaly("http.error-status", what, ex.first_byte, request_id, method)))
-    if ex.response_body and sse and 200 <= ex.status < 300:
+    if ex.response_body and sse and 200 <= ex.status < 300 and _LEGACY.search(ex.response_body):
+        what = f"{build.name}: a legacy HTTP+SSE stream (an endpoint event): a HAR does not say when its events "
+        what += "came, and they answer requests POSTed all along it, so its messages are not read"
+        build.timed.append((ex.first_byte, build.anomaly("har.entry-unreadable", what, ex.first_byte)))
+    elif ex.response_body and sse and 200 <= ex.status < 300:
         _stream(build, ex.response_body)
     elif ex.response_body and ex.response_body.strip():
         build.body(ex.response_body, Direction.S2C, ex.first_byte, "response body")

@@ -125,6 +125,11 @@ class Scanner:
         self._advance(chunk)
         self._finish()
 
+    @property
+    def line(self) -> int:
+        """The line reached (the last one, once the scan is over)."""
+        return self._lines
+
     def _advance(self, chunk: bytes) -> None:
         self._base += len(chunk)
         self._lines += chunk.count(b"\n")
