@@ -176,6 +176,7 @@ def test_the_positional_timeline_constructor_puts_every_field_in_its_place() -> 
         "cancel": item.cancel,
         "verified_by": item.verified_by,
         "ended_by_recording": True,
+        "unrecorded": frozenset(),
     }
 
 

@@ -80,7 +80,7 @@ def test_whole_sample_folder_validates_and_unreadable_inputs_are_notifications(t
     assert invocation["toolExecutionNotifications"] == [
         {"level": "error", "message": {"text": "nope.jsonl: not analysed: nope.jsonl: no such file or directory"}}
     ]
-    assert len(log["runs"][0]["results"]) == 27  # 19 findings and 8 unverified cancels (the gate)
+    assert len(log["runs"][0]["results"]) == 29  # 20 findings and 9 unverified cancels (the gate)
 
 
 @pytest.mark.parametrize(
