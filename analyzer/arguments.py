@@ -151,6 +151,9 @@ def _audit_parser(a: argparse.ArgumentParser) -> None:
     a.add_argument("--select", action="append", default=[], metavar="RULE", help="run only these rules (id or slug)")
     a.add_argument("--ignore", action="append", default=[], metavar="RULE", help="do not run this rule")
     a.add_argument("--preview", action="store_true", help="also run preview rules")
+    a.add_argument(
+        "--merge", action="store_true", help="the two PATHs record the same session(s): align them and judge once"
+    )
     a.add_argument("--input-format", choices=reader_names(), help="skip detection and read every input as this")
     a.add_argument(
         "--http-port",
@@ -228,7 +231,12 @@ def audit_options(args: argparse.Namespace, settings: Settings) -> AuditOptions:
     changed += [Setting(f"ignore.{name}", "--ignore", "command line") for name in args.ignore]
     changed += [Setting("select", ", ".join(args.select), "command line")] if args.select else []
     changed += [Setting("rules", str(folder), "command line") for folder in args.rules]
-    flags = {"preview": args.preview or None, "input-format": args.input_format, "keylog": args.keylog}
+    flags = {
+        "preview": args.preview or None,
+        "merge": args.merge or None,
+        "input-format": args.input_format,
+        "keylog": args.keylog,
+    }
     changed += [Setting(k, "on" if v is True else str(v), "command line") for k, v in flags.items() if v]
     changed += [Setting("http-port", str(port), "command line") for port in args.http_port]
     changed += [
@@ -255,6 +263,7 @@ def audit_options(args: argparse.Namespace, settings: Settings) -> AuditOptions:
         select=frozenset(args.select),
         ignore={**settings.disabled, **{name: "--ignore on the command line" for name in args.ignore}},
         preview=args.preview,
+        merge=args.merge,
         settings_file=settings.path,
         settings=tuple(changed),
     )

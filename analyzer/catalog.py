@@ -37,7 +37,14 @@ PLACEHOLDERS = frozenset({"method", "request_id", "tool", "gap", "sender", "rece
 RULE_FILE_LIMIT = 256 * 1024
 ID_PATTERN = re.compile(r"^[A-Z]{2,8}[0-9]{3,4}$")
 SLUG_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
-BUILTIN_RANGES = {"1": "cancellation", "2": "transport", "3": "json-rpc hygiene", "4": "session", "9": "input"}
+BUILTIN_RANGES = {
+    "1": "cancellation",
+    "2": "transport",
+    "3": "json-rpc hygiene",
+    "4": "session",
+    "5": "two recordings (--merge)",
+    "9": "input",
+}
 DEFAULT_SEVERITY = {Level.MUST: Severity.ERROR, Level.SHOULD: Severity.WARNING, Level.MAY: Severity.INFO}
 LEVEL_ORDER = {Level.MAY: 0, Level.SHOULD: 1, Level.MUST: 2}
 DOC_KEYS = ("what", "why", "example", "fix")
@@ -249,7 +256,7 @@ def _identity(ctx: _Ctx, data: Mapping[str, Any], builtin: bool) -> tuple[str, s
     if not ID_PATTERN.fullmatch(rule_id):
         raise ctx.fail("id", f"{shown(rule_id)} is not an id like CW101")
     if builtin and (not rule_id.startswith("CW") or rule_id[2] not in BUILTIN_RANGES):
-        raise ctx.fail("id", f"built-in ids are CW1xx-CW4xx or CW9xx, got {rule_id!r}")
+        raise ctx.fail("id", f"built-in ids are CW1xx-CW5xx or CW9xx, got {rule_id!r}")
     if not builtin and rule_id.startswith("CW"):
         raise ctx.fail("id", "the CW prefix is reserved for built-in rules; choose your own prefix")
     slug = ctx.str_of(data, "slug", "")

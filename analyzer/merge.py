@@ -26,12 +26,14 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["ClockFit", "Flow", "Item", "Matching", "fit_clock", "in_order", "match"]
+__all__ = ["ClockFit", "Contribution", "Flow", "Item", "Matching", "MergeSummary", "fit_clock", "in_order", "match"]
 
 OUTLIER_MADS = 3.0
 """A midpoint further than this many (scaled) median absolute deviations from the fit is rejected."""
 MIN_SPREAD = 1e-3
 """Seconds: residuals within this of the fit are never outliers (timestamps have ms resolution)."""
+MIN_DRIFT_SPAN = 30.0
+"""Seconds the request/reply pairs must span before a drift is fitted."""
 MAX_ROUNDS = 4
 """Refits after rejecting outliers (each round can only remove points)."""
 PAIR_TOLERANCE = 0.5
@@ -100,6 +102,39 @@ class Matching:
     """None when the times cannot bound the offset from both sides."""
 
 
+@dataclass(frozen=True, slots=True)
+class Contribution:
+    """What one recording brought to a merged session."""
+
+    source: str
+    session_key: str
+    input_format: str
+    vantage: str
+    role: str
+    """`primary` (its order and vantage are the merged session's) or `secondary`."""
+    messages: int
+    matched: int
+    """Messages the other recording holds too."""
+    only_here: int
+    """Messages only this recording holds (each reported)."""
+    transport_facts: int
+    """Transport facts (stream closes, resets, ...) taken into the merged session."""
+
+
+@dataclass(frozen=True, slots=True)
+class MergeSummary:
+    """One merged session: the clock alignment and what each recording contributed."""
+
+    session_key: str
+    recordings: tuple[Contribution, Contribution]
+    clock: ClockFit | None
+    """The primary's clock against the secondary's: primary time = secondary time + offset (+ drift)."""
+    lost: int
+    unrecorded: int
+    abandoned: int
+    """Calls the client gave up on with no cancel reaching the server."""
+
+
 def match(a: Sequence[Item], b: Sequence[Item]) -> Matching:
     """Pair the messages seen by both recordings and fit the clock."""
     in_a: dict[Hashable, list[int]] = defaultdict(list)
@@ -108,10 +143,9 @@ def match(a: Sequence[Item], b: Sequence[Item]) -> Matching:
         in_a[item.key].append(i)
     for j, item in enumerate(b):
         in_b[item.key].append(j)
-    unique = [(ia[0], in_b[k][0]) for k, ia in in_a.items() if len(ia) == 1 and len(in_b.get(k, ())) == 1]
-    unique = in_order(sorted(unique))
-    clock = fit_clock([(a[i], b[j]) for i, j in unique])
-    pairs = set(unique)
+    unique = sorted((ia[0], in_b[k][0]) for k, ia in in_a.items() if len(ia) == 1 and len(in_b.get(k, ())) == 1)
+    clock = fit_clock([(a[i], b[j]) for i, j in in_order(unique)])
+    pairs = set(unique)  # a pair out of order is still one message (the two saw a crossing differently)
     for key, ia in in_a.items():
         ib = in_b.get(key)
         if ib and (len(ia) > 1 or len(ib) > 1):
@@ -230,7 +264,8 @@ def _robust(points: list[tuple[float, float, float]]) -> tuple[list[tuple[float,
         offset, drift, t0 = _line(kept)
         residuals = [abs(d - offset - drift * (t - t0)) for t, d, _ in kept]
         spread = max(OUTLIER_MADS * 1.4826 * statistics.median(residuals), MIN_SPREAD)
-        better = [p for p, r in zip(kept, residuals, strict=True) if r <= spread]
+        # a midpoint whose own interval still holds the fit is not an outlier
+        better = [p for p, r in zip(kept, residuals, strict=True) if r <= max(spread, p[2])]
         if len(better) == len(kept) or len(better) < 2:
             break
         kept = better
@@ -238,14 +273,19 @@ def _robust(points: list[tuple[float, float, float]]) -> tuple[list[tuple[float,
 
 
 def _line(points: list[tuple[float, float, float]]) -> tuple[float, float, float]:
-    """Least squares d = offset + drift * (t - t0), t0 the mean time; flat with fewer than 3 points
-    or no time spread (two points cannot tell drift from error)."""
-    t0 = statistics.fmean(t for t, _, _ in points)
-    mean_d = statistics.fmean(d for _, d, _ in points)
-    spread = sum((t - t0) ** 2 for t, _, _ in points)
-    if len(points) < 3 or spread <= 0:
+    """Weighted least squares d = offset + drift * (t - t0), each midpoint weighted by the inverse
+    square of its half-width (a reply that took seconds says little); t0 the weighted mean time.
+    Flat (drift 0) unless the points span `MIN_DRIFT_SPAN` seconds: over a short session drift is
+    below what the bounds can tell, and the open range (`_bounded`) still covers it."""
+    weights = [1.0 / max(h, MIN_SPREAD) ** 2 for _, _, h in points]
+    total = sum(weights)
+    t0 = sum(w * t for w, (t, _, _) in zip(weights, points, strict=True)) / total
+    mean_d = sum(w * d for w, (_, d, _) in zip(weights, points, strict=True)) / total
+    spread = sum(w * (t - t0) ** 2 for w, (t, _, _) in zip(weights, points, strict=True))
+    times = [t for t, _, _ in points]
+    if len(points) < 3 or spread <= 0 or max(times) - min(times) < MIN_DRIFT_SPAN:
         return mean_d, 0.0, t0
-    drift = sum((t - t0) * (d - mean_d) for t, d, _ in points) / spread
+    drift = sum(w * (t - t0) * (d - mean_d) for w, (t, d, _) in zip(weights, points, strict=True)) / spread
     return mean_d, drift, t0
 
 

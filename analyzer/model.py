@@ -375,6 +375,9 @@ class Session:
     """Requests seen (both peers)."""
     messages: int
     """Messages placed on the session (both directions)."""
+    requests_seen: tuple[tuple[str, float | None], ...] = ()
+    """The earliest requests judged (a key of who sent it, id, method and params; and when), for telling
+    that two inputs hold the same session (`same_session`); not in the report."""
 
 
 @record

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,12 +13,15 @@ from . import outcomes
 from .catalog import Rule, RuleStatus, load_catalog
 from .engine import Engine
 from .errors import CancelwireError, InputError, UnknownFormatError
+from .merge import MergeSummary
+from .merged import MAX_EVENTS, Recording, merge_recordings
 from .model import Anomaly, CancelledCall, Event, RequestTimeline, Session
 from .ordering import DEFAULT_RACE_WINDOWS
 from .partial import Merged, Partial, Row, Sink
 from .readers import InputSource, ReadOptions, choose_reader, expand_inputs
 from .reconstruct import ReconstructOptions, Reconstructor
 from .results import AuditResult, HowMade, InputSummary, Setting
+from .same_session import Requests, same_sessions
 
 if TYPE_CHECKING:
     from .fleet import Fleet
@@ -38,6 +42,8 @@ class AuditOptions:
     """The settings file the options came from in part (shown in the report)."""
     settings: tuple[Setting, ...] = ()
     """Every value the caller changed from the default, and where it came from (shown in the report)."""
+    merge: bool = False
+    """`--merge`: the two inputs are recordings of the same session(s), judged as one (merged.py)."""
 
 
 def how_made(options: AuditOptions) -> HowMade:
@@ -101,8 +107,11 @@ def audit(
     catalog = load_catalog(options.rule_dirs)
     rules, disabled = select_rules(catalog, options)
     merged = Merged(on_row, on_input_error)
+    summaries: list[MergeSummary] = []
     try:
-        if fleet is not None and on_exchange is None:
+        if options.merge:
+            summaries = audit_merged(list(sources(paths)), rules, options, merged, on_exchange, rows=on_row is not None)
+        elif fleet is not None and on_exchange is None:
             fleet.run(paths, rules, options, merged)
         else:
             for item in sources(paths):
@@ -110,6 +119,8 @@ def audit(
                     merged.add(item)
                 else:
                     audit_source(item, rules, options, merged, on_exchange=on_exchange, rows=on_row is not None)
+        if not options.merge:
+            _hint_same_sessions(rules, merged)
     except BaseException:
         merged.close()
         raise
@@ -124,6 +135,7 @@ def audit(
         unruled_anomalies=merged.unruled,
         rules=tuple(rules),
         made=how_made(options),
+        merges=tuple(summaries),
     )
 
 
@@ -145,19 +157,40 @@ def audit_source(
         else:
             into.input(InputSummary(source.name, None, (), 0, exc.message), exc)
         return
+    counter = _Counter(reader.read(source, _read_options(source, options.read)))
+    keys = judge(counter, source.name, reader.name, rules, options, into, on_exchange=on_exchange, rows=rows)
+    error = counter.error
+    into.input(
+        InputSummary(source.name, reader.name, tuple(keys), counter.count, error.message if error else None), error
+    )
+
+
+def judge(
+    events: Iterable[Event],
+    source: str,
+    reader: str,
+    rules: Sequence[Rule],
+    options: AuditOptions,
+    into: Sink,
+    *,
+    on_exchange: Callable[[RequestTimeline, CancelledCall | None], None] | None = None,
+    rows: bool = False,
+) -> list[str]:
+    """Reconstruct and judge one stream of events with an engine of its own; the session keys seen."""
     row = _row_maker() if rows else None
     engine = Engine(rules)
-    counter = _Counter(reader.read(source, _read_options(source, options.read)))
     keys: list[str] = []
-    for item in Reconstructor(source.name, reader.name, options.reconstruct).run(counter):
+    seen = Requests()
+    for item in Reconstructor(source, reader, options.reconstruct).run(events):
         if isinstance(item, Anomaly):
             for finding in engine.on_anomaly(item):
                 into.finding(finding)
         elif isinstance(item, Session):
             engine.on_session(item)
-            into.session(item)
+            into.session(replace(item, requests_seen=seen.pop(item.key)))
             keys.append(item.key)
         else:
+            seen.add(item)
             cancelled = outcomes.classify(item)
             judged = list(engine.judge(item, cancelled))
             if cancelled is not None:
@@ -172,10 +205,70 @@ def audit_source(
     for finding in engine.finish():
         into.finding(finding)
     into.engine_done(engine.skips, engine.unruled_anomalies)
+    return keys
+
+
+def audit_merged(
+    items: list[InputSource | Partial],
+    rules: Sequence[Rule],
+    options: AuditOptions,
+    into: Merged,
+    on_exchange: Callable[[RequestTimeline, CancelledCall | None], None] | None,
+    *,
+    rows: bool,
+) -> list[MergeSummary]:
+    """`--merge`: two recordings read whole, their common sessions merged (merged.py) and judged once."""
+    if len(items) != 2:
+        raise CancelwireError(f"--merge takes two recordings of one session; got {len(items)} inputs")
+    recordings, summaries = [], []
+    for item in items:
+        if isinstance(item, Partial):
+            into.add(item)
+            continue
+        recording, summary, error = _read_whole(item, options)
+        into.input(summary, error)
+        if recording is not None:
+            recordings.append(recording)
+    if len(recordings) == 2:
+        result = merge_recordings(*recordings)
+        groups, summaries = result.groups, result.summaries
+    else:
+        groups = [(r.name, r.reader, r.events) for r in recordings]
+    for name, reader, events in groups:
+        judge(events, name, reader, rules, options, into, on_exchange=on_exchange, rows=rows)
+    return summaries
+
+
+def _hint_same_sessions(rules: Sequence[Rule], into: Merged) -> None:
+    """Sessions of different inputs that look like one session recorded twice (a hint for --merge)."""
+    if len(into.inputs) < 2:
+        return
+    engine = Engine(rules)
+    for anomaly in same_sessions(into.sessions):
+        for finding in engine.on_anomaly(anomaly):
+            into.finding(finding)
+    for finding in engine.finish():
+        into.finding(finding)
+    into.engine_done(engine.skips, engine.unruled_anomalies)
+
+
+def _read_whole(source: InputSource, options: AuditOptions) -> tuple[Recording | None, InputSummary, InputError | None]:
+    """One recording's events, held whole (at most `MAX_EVENTS`), for the merge."""
+    try:
+        reader = choose_reader(source, options.input_format)
+    except InputError as exc:
+        return None, InputSummary(source.name, None, (), 0, exc.message), exc
+    counter = _Counter(reader.read(source, _read_options(source, options.read)))
+    events = list(itertools.islice(counter, MAX_EVENTS + 1))
     error = counter.error
-    into.input(
-        InputSummary(source.name, reader.name, tuple(keys), counter.count, error.message if error else None), error
-    )
+    if len(events) > MAX_EVENTS:
+        error = InputError(
+            source.name, f"more than {MAX_EVENTS} events: too large to merge", "audit it without --merge"
+        )
+        events = []
+    keys = tuple(dict.fromkeys(e.session_key for e in events if e.session_key is not None))
+    summary = InputSummary(source.name, reader.name, keys, len(events), error.message if error else None)
+    return Recording(source.name, reader.name, events), summary, error
 
 
 def _row_maker() -> Callable[[RequestTimeline, CancelledCall | None], Row]:

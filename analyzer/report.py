@@ -17,6 +17,7 @@ from typing import Any, Generic, TextIO, TypeVar
 from . import __version__, html_view, jsonrpc, rendering
 from .catalog import load_catalog
 from .gates import Triage
+from .merge import MergeSummary
 from .model import CancelledCall, Finding, Mark, Origin, Relation, RequestTimeline, Session
 from .results import AuditResult, HowMade
 
@@ -141,6 +142,52 @@ def exchange(tl: RequestTimeline) -> dict[str, Any]:
         "verified_by": None,
         "left_out": {"before": 0, "after": 0},
         "timeline": _timeline(tl),
+    }
+
+
+def _merge(m: MergeSummary) -> dict[str, Any]:
+    """One merged session (`--merge`): the clock alignment and what each recording contributed."""
+    primary, secondary = m.recordings
+    clock = m.clock
+    if clock is None:
+        text = f"clocks not aligned (no request and reply both hold times): {secondary.source} placed by order only"
+    else:
+        text = (
+            f"{primary.source} clock = {secondary.source} clock {clock.offset:+.4f} s"
+            f" \u00b1 {clock.uncertainty:.4f} s, drift {clock.drift * 1e6:+.1f} ppm"
+            f" ({clock.exchanges} request/reply pair(s), {clock.rejected} rejected as outliers)"
+        )
+    return {
+        "session": m.session_key,
+        "clock": None
+        if clock is None
+        else {
+            "offset_s": clock.offset,
+            "uncertainty_s": clock.uncertainty,
+            "drift_ppm": clock.drift * 1e6,
+            "at": _ts(clock.t0),
+            "exchanges": clock.exchanges,
+            "rejected": clock.rejected,
+            "bounds_consistent": clock.consistent,
+        },
+        "clock_text": text,
+        "recordings": [
+            {
+                "path": r.source,
+                "session": r.session_key,
+                "format": r.input_format,
+                "vantage": r.vantage,
+                "role": r.role,
+                "messages": r.messages,
+                "matched": r.matched,
+                "only_here": r.only_here,
+                "transport_facts": r.transport_facts,
+            }
+            for r in m.recordings
+        ],
+        "lost": m.lost,
+        "unrecorded": m.unrecorded,
+        "abandoned": m.abandoned,
     }
 
 
@@ -329,6 +376,8 @@ def _build(result: AuditResult, fmt: str) -> dict[str, Any]:
             "by_rule": dict(sorted(counts["rule"].items())),
         },
     }
+    if result.merges:
+        report["merges"] = [_merge(m) for m in result.merges]
     if fmt != "json":
         report["findings_not_shown"] = findings.not_shown()
         report["cancellations_not_shown"] = cancellations.not_shown()

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .catalog import Rule
 from .engine import Skip
+from .merge import MergeSummary
 from .model import CancelledCall, Finding, Session, Severity
 from .spool import SortedSpool, Spool
 
@@ -124,6 +125,8 @@ class AuditResult:
     exchanges: Spool[dict[str, Any]] | None = None
     """Every exchange as a `tables.row`, kept by the library entry point (`cancelwire.audit`); None when
     the audit did not keep them (the command line writes them straight to `--exchanges` instead)."""
+    merges: tuple[MergeSummary, ...] = ()
+    """`--merge`: per merged session, the clock alignment and what each recording contributed."""
 
     @property
     def readable(self) -> bool:

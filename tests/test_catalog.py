@@ -17,7 +17,8 @@ from cancelwire.errors import CancelwireError, RuleFileError
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = load_catalog()
-ANOMALY = re.compile(r'"((?:input|jsonrpc|cancel|progress|task|reconstruct|capture|har|http|sse|stdio)\.[a-z0-9-]+)"')
+_PREFIXES = "input|jsonrpc|cancel|progress|task|reconstruct|capture|har|http|sse|stdio|merge"
+ANOMALY = re.compile(rf'"((?:{_PREFIXES})\.[a-z0-9-]+)"')
 
 
 def _emitted_names() -> set[str]:
@@ -36,7 +37,7 @@ def test_every_anomaly_the_code_emits_has_a_rule_and_every_rule_name_is_emitted(
 
 def test_ids_and_slugs_are_unique_and_in_range() -> None:
     assert len({r.id for r in RULES}) == len(RULES) == len({r.slug for r in RULES})
-    assert all(r.id[2] in "12349" for r in RULES)
+    assert all(r.id[2] in "123459" for r in RULES)
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import random
 from dataclasses import dataclass
+from typing import Any
 
 from cancelwire.merge import Flow, Item, in_order, match
 from hypothesis import assume, given, settings
@@ -62,7 +63,7 @@ def synthetic(
     b = [item for side, _, item in sorted(events, key=lambda e: e[1]) if side == "b"]
     truth = set()
     for i, x in enumerate(a):
-        j = next(j for j, y in enumerate(b) if y.key == x.key and abs(y.ts - _b(x.ts, offset, drift)) < 0.5 + 0.03)  # type: ignore[operator]
+        j = next(j for j, y in enumerate(b) if y.key == x.key and abs(y.ts - _b(x.ts, offset, drift)) < 0.5 + 0.03)
         truth.add((i, j))
     return Synthetic(a, b, truth, offset, drift)
 
@@ -71,7 +72,7 @@ def _b(true_time: float, offset: float, drift: float) -> float:
     return true_time + offset + drift * (true_time - T0)
 
 
-sessions = st.builds(
+sessions: st.SearchStrategy[dict[str, Any]] = st.builds(
     dict,
     seed=st.integers(0, 10_000),
     exchanges=st.integers(3, 60),
@@ -118,7 +119,7 @@ def test_a_known_offset_and_drift_are_recovered() -> None:
     assert clock is not None
     assert abs(clock.offset - s.true_offset_at(clock.t0)) < 0.01
     assert abs(clock.drift - 50e-6) < 10e-6
-    assert clock.rejected > 0
+    assert clock.uncertainty < 0.005  # late log lines widen their own pair's interval and weigh little
     assert abs(clock.to_a(clock.to_b(T0 + 100)) - (T0 + 100)) < 1e-6
 
 

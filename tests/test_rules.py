@@ -9,6 +9,9 @@ with `<name>.expect.toml`:
     severity = "warning"
     certainty = "exact"
     evidence = [7, 10]        # lines (or frames) of the fixture, in the order the finding lists them
+
+A `--merge` rule's fixture is a directory `triggers/` (or `clean/`) holding the two recordings, merged
+in name order; its evidence entries are "FILE:LINE" strings.
     [[known_miss]]            # a finding we know we do not produce yet, with the reason
     request_id = 5
     reason = "..."
@@ -22,7 +25,7 @@ from typing import Any
 
 import pytest
 from cancelwire.catalog import load_catalog
-from cancelwire.model import Vantage
+from cancelwire.model import Origin, Vantage
 from cancelwire.pipeline import AuditOptions, audit
 from cancelwire.readers import ReadOptions
 from cancelwire.reconstruct import ReconstructOptions
@@ -37,6 +40,7 @@ def _fixtures() -> list[tuple[str, Path]]:
         for expect in sorted(directory.glob("*.expect.toml")):
             name = expect.name.removesuffix(".expect.toml")
             inputs = [p for p in directory.glob(f"{name}.*") if not p.name.endswith((".expect.toml", ".keys"))]
+            inputs += [p for p in directory.glob(name) if p.is_dir()]
             assert len(inputs) == 1, f"{expect}: expected exactly one input named {name}.*, found {inputs}"
             found.append((directory.name, inputs[0]))
     return found
@@ -54,6 +58,7 @@ def _options(slug: str, table: dict[str, Any], base: Path) -> AuditOptions:
             max_tombstones=table.get("max_tombstones", ReconstructOptions().max_tombstones),
         ),
         select=frozenset({slug}),
+        merge=table.get("merge", False),
     )
 
 
@@ -65,10 +70,11 @@ def _key(item: dict[str, Any]) -> tuple[Any, ...]:
 def test_rule_fixture(slug: str, fixture: Path) -> None:
     assert slug in RULES, f"tests/rules/{slug} matches no rule"
     expect = tomllib.loads(fixture.with_name(fixture.name.split(".")[0] + ".expect.toml").read_text())
-    result = audit([str(fixture)], _options(slug, expect.get("options", {}), fixture.parent))
+    paths = sorted(str(p) for p in fixture.iterdir()) if fixture.is_dir() else [str(fixture)]
+    result = audit(paths, _options(slug, expect.get("options", {}), fixture.parent))
     assert all(i.error is None for i in result.inputs), [i.error for i in result.inputs]
     actual = {
-        (f.request_id, f.severity.value, f.certainty.value, tuple(o.frame or o.line for o in f.evidence))
+        (f.request_id, f.severity.value, f.certainty.value, tuple(_place(o, fixture.is_dir()) for o in f.evidence))
         for f in result.findings
     }
     assert {f.rule for f in result.findings} <= {slug}
@@ -76,6 +82,11 @@ def test_rule_fixture(slug: str, fixture: Path) -> None:
     assert actual == expected
     for miss in expect.get("known_miss", []):
         assert miss.get("request_id") not in {a[0] for a in actual}, f"known miss now fires: {miss['reason']}"
+
+
+def _place(origin: Origin, named: bool) -> int | str | None:
+    place = origin.frame or origin.line
+    return f"{Path(origin.source).name}:{place}" if named else place
 
 
 def test_every_rule_has_a_trigger_and_a_clean_fixture() -> None:

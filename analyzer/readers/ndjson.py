@@ -6,6 +6,7 @@
                                                          "client->server" / "server->client" (or
                                                          "c2s" / "s2c"); `ts` epoch seconds, optional
     {"direction": "send", "message": {...}}             a one-sided recorder: "send" is a message
+                                                         (or `dir` for `direction`)
                                                          the recording side wrote, "recv" one it read
                                                          ("sent"/"outgoing", "received"/"incoming"
                                                          too); `ts` optional. `msg`/`message` may
@@ -196,8 +197,8 @@ def _shape(value: dict[str, Any]) -> str | None:
         return "bare"
     if "msg" in value and "dir" in value and "line" not in value:
         return "dir"
-    if "message" in value and "direction" in value:
-        return "sendrecv"
+    if "message" in value and ("direction" in value or str(value.get("dir")).lower() in WRITTEN):
+        return "sendrecv"  # `dir` too: a server-side log, as sample_captures/http/*.server.jsonl
     return None
 
 
@@ -214,7 +215,7 @@ def _record(value: Any) -> _Record | None:
     text = inner if isinstance(inner, str) else orjson.dumps(inner)
     if shape == "dir":
         return _Record(text, ts, DIRS.get(str(value["dir"]).lower(), Direction.NONE), None)
-    written = WRITTEN.get(str(value["direction"]).lower())
+    written = WRITTEN.get(str(value.get("direction", value.get("dir"))).lower())
     return _Record(text, ts, None if written is not None else Direction.NONE, written)
 
 

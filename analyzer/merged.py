@@ -1,0 +1,348 @@
+"""Two recordings of one session as one event stream (`--merge`), with what each contributed.
+
+    recording A events ─┐  sessions paired by shared messages   ┌─▶ merged session's events ─▶ reconstruct
+    recording B events ─┴▶ merge.match per pair (clock, pairs) ─┴─▶ anomalies: lost, unrecorded, never cancelled
+
+Where the two recorders stand between client and server decides what each proves. The one nearer the
+server is the *primary*: its order of events is the merged order and its vantage the merged session's,
+because the server is where a cancel is read (a late reply the client's log can only call inferred is
+exact in the server's log). The other recording adds what the primary cannot see: its transport facts
+(a capture's closes and resets, on the primary's streams), the messages that never reached the
+primary (lost or never sent: reported, not placed on the timeline), and the client's own record that
+it gave up on a call (a cancel it logged, or an error it made itself) when nothing reached the server.
+
+Matched messages are one event (the primary's). The secondary's events are placed between the matched
+messages around them, by the aligned clock within that span, and take the primary's clock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter, defaultdict
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import orjson
+
+from . import merge
+from .merge import Contribution, Flow, Item, MergeSummary
+from .merged_facts import POSITION, Evidence, abandoned_calls, missing_messages, primary_streams
+from .model import (
+    Anomaly,
+    Direction,
+    Event,
+    MessageEvent,
+    Origin,
+    SessionStart,
+    TransportEvent,
+    Vantage,
+)
+
+__all__ = ["MAX_EVENTS", "Merged", "Recording", "merge_recordings"]
+
+MAX_EVENTS = 2_000_000
+"""Events read per recording for a merge (both must be held to align them); past it, no merge."""
+LOG_LATENCY = 0.002
+"""Seconds a log line's time may lag the read or write it records (added to the clock's uncertainty
+before the secondary's time puts one of its events ahead of the primary's)."""
+MIN_SHARED = 3
+"""Messages two sessions must share, and at least half of the smaller one's, to be one session."""
+
+
+@dataclass(slots=True)
+class Recording:
+    """One input read whole."""
+
+    name: str
+    reader: str
+    events: list[Event]
+
+
+@dataclass(slots=True)
+class _Session:
+    start: SessionStart | None = None
+    events: list[Event] = field(default_factory=list)
+    keys: list[Hashable | None] = field(default_factory=list)
+    """Per event: the content key of a placed message, else None."""
+
+
+@dataclass(slots=True)
+class Merged:
+    """What `merge_recordings` produced: event groups to judge (source name, reader name, events)."""
+
+    groups: list[tuple[str, str, list[Event]]]
+    summaries: list[MergeSummary]
+
+
+def merge_recordings(first: Recording, second: Recording) -> Merged:
+    """Pair the sessions both recordings hold and merge each pair; the rest is judged on its own."""
+    loose_a, sessions_a = _split(first.events)
+    loose_b, sessions_b = _split(second.events)
+    pairs = _pair_sessions(sessions_a, sessions_b)
+    merged: list[Event] = []
+    summaries: list[MergeSummary] = []
+    for key_a, key_b in pairs:
+        events, summary = _merge_pair(first, sessions_a.pop(key_a), second, sessions_b.pop(key_b))
+        merged.extend(events)
+        summaries.append(summary)
+    if not pairs:
+        merged.append(_no_common_session(first, second))
+    groups = [
+        (first.name, first.reader, loose_a + [e for s in sessions_a.values() for e in s.events]),
+        (second.name, second.reader, loose_b + [e for s in sessions_b.values() for e in s.events]),
+        (f"{first.name} + {second.name}", f"{first.reader} + {second.reader}", merged),
+    ]
+    return Merged([(name, reader, events) for name, reader, events in groups if events], summaries)
+
+
+def _split(events: Iterable[Event]) -> tuple[list[Event], dict[str, _Session]]:
+    loose: list[Event] = []
+    sessions: dict[str, _Session] = {}
+    for event in events:
+        key = event.session_key
+        if key is None:
+            loose.append(event)
+            continue
+        session = sessions.setdefault(key, _Session())
+        if isinstance(event, SessionStart) and session.start is None:
+            session.start = event
+        session.events.append(event)
+        session.keys.append(content_key(event) if isinstance(event, MessageEvent) else None)
+    return loose, sessions
+
+
+def content_key(event: MessageEvent) -> Hashable | None:
+    """Direction, kind, id, method and a digest of the content: equal for one message in any recording."""
+    if event.direction is Direction.NONE:
+        return None
+    m = event.message
+    try:
+        body = orjson.dumps(m.payload, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # a payload orjson cannot write (an integer past 64 bits): its text decides
+        body = repr(sorted(m.payload.items())).encode("utf-8", "replace")
+    digest = hashlib.blake2b(body, digest_size=12).digest()
+    return (event.direction.value, m.kind.value, m.id, m.method, digest)
+
+
+def _pair_sessions(a: dict[str, _Session], b: dict[str, _Session]) -> list[tuple[str, str]]:
+    """Greedily, the pairs of sessions sharing the most messages (at least `MIN_SHARED` and half the
+    smaller one's); each session joins one pair at most."""
+    where: dict[Hashable, set[str]] = defaultdict(set)
+    for key_b, session in b.items():
+        for k in session.keys:
+            if k is not None:
+                where[k].add(key_b)
+    sizes_b = {key: len({k for k in s.keys if k is not None}) for key, s in b.items()}
+    scored: list[tuple[int, str, str]] = []
+    for key_a, session in a.items():
+        distinct = {k for k in session.keys if k is not None}
+        shared: Counter[str] = Counter(key_b for k in distinct for key_b in where.get(k, ()))
+        for key_b, count in shared.items():
+            if count >= MIN_SHARED and 2 * count >= min(len(distinct), sizes_b[key_b]):
+                scored.append((count, key_a, key_b))
+    pairs: list[tuple[str, str]] = []
+    used_a: set[str] = set()
+    used_b: set[str] = set()
+    for _, key_a, key_b in sorted(scored, key=lambda s: -s[0]):
+        if key_a not in used_a and key_b not in used_b:
+            pairs.append((key_a, key_b))
+            used_a.add(key_a)
+            used_b.add(key_b)
+    order = {key: n for n, key in enumerate(a)}
+    return sorted(pairs, key=lambda p: order[p[0]])
+
+
+def _vantage(session: _Session) -> Vantage:
+    return session.start.vantage if session.start is not None else Vantage.UNKNOWN
+
+
+def _merge_pair(rec_x: Recording, x: _Session, rec_y: Recording, y: _Session) -> tuple[list[Event], MergeSummary]:
+    """One session recorded twice: the primary (nearer the server; the first input on a tie) and the
+    secondary, aligned with the client-side recording as merge's A."""
+    if POSITION[_vantage(y)] > POSITION[_vantage(x)]:
+        rec_x, x, rec_y, y = rec_y, y, rec_x, x
+    primary, secondary = x, y
+    same_place = POSITION[_vantage(x)] == POSITION[_vantage(y)]
+    p_msgs = [i for i, k in enumerate(primary.keys) if k is not None]
+    s_msgs = [i for i, k in enumerate(secondary.keys) if k is not None]
+    # merge's A is the recording nearer the client: the secondary (or, on a tie, itself)
+    items_s = [_item(secondary, i, same_place) for i in s_msgs]
+    items_p = [_item(primary, i, same_place) for i in p_msgs]
+    found = merge.match(items_s, items_p)
+    pairs = [(s_msgs[i], p_msgs[j]) for i, j in found.pairs]
+    anchors = [(s_msgs[i], p_msgs[j]) for i, j in found.pairs if i in found.anchors]
+    key = primary.start.session_key if primary.start is not None else next(iter(primary.events)).session_key or ""
+    evidence = Evidence(
+        key=key,
+        primary=primary.events,
+        secondary=secondary.events,
+        pairs=pairs,
+        clock=found.clock,
+        same_place=same_place,
+        client_side_secondary=_vantage(secondary) is Vantage.CLIENT,
+        secondary_name=rec_y.name,
+        primary_name=rec_x.name,
+    )
+    problems = list(missing_messages(evidence)) + list(abandoned_calls(evidence))
+    if found.clock is None:
+        problems.append(_unaligned(evidence))
+    events, facts = _weave(evidence, anchors, problems)
+    lost = sum(1 for p in problems if p.name == "merge.message-lost")
+    summary = MergeSummary(
+        session_key=key,
+        recordings=(
+            _contribution(rec_x, primary, "primary", len(p_msgs), len(pairs), 0),
+            _contribution(rec_y, secondary, "secondary", len(s_msgs), len(pairs), facts),
+        ),
+        clock=found.clock,
+        lost=lost,
+        unrecorded=sum(1 for p in problems if p.name == "merge.message-unrecorded"),
+        abandoned=len({p.request_id for p in problems if p.name == "merge.cancel-never-sent"}),
+    )
+    return events, summary
+
+
+def _item(session: _Session, index: int, same_place: bool) -> Item:
+    event = session.events[index]
+    if not isinstance(event, MessageEvent):  # only message events have keys
+        raise TypeError(event)
+    flow = Flow.SAME if same_place else Flow.A_TO_B if event.direction is Direction.C2S else Flow.B_TO_A
+    m = event.message
+    exchange: Hashable | None = None
+    if m.id is not None and m.method is None:  # a reply: its request is the requester's
+        exchange = ("c2s" if event.direction is Direction.S2C else "s2c", m.id)
+    elif m.id is not None:
+        exchange = (event.direction.value, m.id)
+    return Item(session.keys[index], event.ts, flow, exchange)
+
+
+def _contribution(
+    rec: Recording, session: _Session, role: str, messages: int, matched: int, facts: int
+) -> Contribution:
+    start = session.start
+    return Contribution(
+        source=rec.name,
+        session_key=start.session_key if start is not None else "",
+        input_format=rec.reader,
+        vantage=_vantage(session).value,
+        role=role,
+        messages=messages,
+        matched=matched,
+        only_here=messages - matched,
+        transport_facts=facts,
+    )
+
+
+def _weave(evidence: Evidence, anchors: list[tuple[int, int]], problems: list[Anomaly]) -> tuple[list[Event], int]:
+    """The primary's events, with the secondary's transport facts (and, from a recorder at the same
+    place, the messages the primary missed) between the matched messages around them; then the
+    merge's own anomalies. Everything takes the merged session's key; times take the primary's clock."""
+    fill = primary_streams(evidence)
+    primary = [_on_stream(e, fill.get(i)) for i, e in enumerate(evidence.primary)]
+    secondary = evidence.secondary
+    after_anchor = {s: p for s, p in anchors}
+    streams = _stream_map(evidence)
+    out: list[Event] = []
+    pending: list[Event] = []  # secondary events waiting for the next anchor
+    facts = 0
+    paired_s = {s for s, _ in evidence.pairs}
+    cursor = 0
+    margin = LOG_LATENCY + (evidence.clock.uncertainty if evidence.clock is not None else 0.0)
+    for s_index, event in enumerate(secondary):
+        if s_index in after_anchor:
+            stop = after_anchor[s_index]
+            out.extend(_by_time(primary[cursor:stop], pending, margin))
+            pending = []
+            cursor = stop
+            continue
+        taken = _take(event, s_index in paired_s, evidence, streams)
+        if taken is not None:
+            facts += isinstance(taken, TransportEvent)
+            pending.append(taken)
+    out.extend(_by_time(primary[cursor:], pending, margin))
+    out.extend(problems)
+    start = evidence.primary_start()
+    return [_renumber(e, n, evidence.key, start) for n, e in enumerate(out, 1)], facts
+
+
+def _on_stream(event: Event, stream: str | None) -> Event:
+    if stream is None or not isinstance(event, MessageEvent) or event.stream == stream:
+        return event
+    return replace(event, stream=stream)
+
+
+def _take(event: Event, paired: bool, evidence: Evidence, streams: Mapping[str, str]) -> Event | None:
+    """A secondary event the merged stream needs, on the primary's clock and streams; None to leave out."""
+    if isinstance(event, SessionStart) or paired:
+        return None
+    if isinstance(event, MessageEvent) and not evidence.same_place:
+        return None  # it never passed the primary's point: reported by missing_messages
+    ts = evidence.to_primary(event.ts)
+    if isinstance(event, TransportEvent | MessageEvent) and event.stream is not None:
+        return replace(event, ts=ts, stream=streams.get(event.stream, f"{evidence.secondary_name}:{event.stream}"))
+    return replace(event, ts=ts)
+
+
+def _stream_map(evidence: Evidence) -> dict[str, str]:
+    """Secondary stream → primary stream, from matched messages (a primary without streams takes the
+    secondary's: a server log beside a capture)."""
+    found: dict[str, str] = {}
+    for s, p in evidence.pairs:
+        ev_s, ev_p = evidence.secondary[s], evidence.primary[p]
+        if isinstance(ev_s, MessageEvent) and isinstance(ev_p, MessageEvent) and ev_s.stream is not None:
+            found.setdefault(ev_s.stream, ev_p.stream if ev_p.stream is not None else ev_s.stream)
+    return found
+
+
+def _by_time(primary: Sequence[Event], extra: list[Event], margin: float) -> list[Event]:
+    """PRIMARY in its order with EXTRA (in its own order) slotted in by time; untimed extras go last.
+
+    An extra goes before a primary event only when it is earlier by more than MARGIN (the clock's
+    uncertainty plus log latency): where the clocks cannot order them, the extra goes after, so a
+    close from the secondary never makes a write of the primary "after" it on a guess."""
+    if not extra:
+        return list(primary)
+    out: list[Event] = []
+    i = 0
+    for event in primary:
+        while i < len(extra) and _before(extra[i], event, margin):
+            out.append(extra[i])
+            i += 1
+        out.append(event)
+    out.extend(extra[i:])
+    return out
+
+
+def _before(extra: Event, event: Event, margin: float) -> bool:
+    return extra.ts is not None and event.ts is not None and extra.ts + margin < event.ts
+
+
+def _renumber(event: Event, seq: int, key: str, start: SessionStart | None) -> Event:
+    """The event at position SEQ of the merged session KEY (the primary's start stands for both)."""
+    if isinstance(event, SessionStart) and start is not None:
+        event = start
+    return replace(event, seq=seq, session_key=key)
+
+
+def _unaligned(evidence: Evidence) -> Anomaly:
+    return Anomaly(
+        0,
+        None,
+        evidence.primary_origin(),
+        evidence.key,
+        "merge.clock-unaligned",
+        f"no request and reply seen by both {evidence.primary_name} and {evidence.secondary_name} bound the "
+        "clock offset from both sides: the recordings are merged by message order only",
+    )
+
+
+def _no_common_session(first: Recording, second: Recording) -> Anomaly:
+    return Anomaly(
+        0,
+        None,
+        next((e.origin for e in first.events), Origin(first.name)),
+        None,
+        "merge.no-common-session",
+        f"no session of {first.name} shares {MIN_SHARED} or more messages (and half its own) with one of "
+        f"{second.name}: each is judged on its own",
+    )
