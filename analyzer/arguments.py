@@ -201,9 +201,20 @@ def _audit_parser(a: argparse.ArgumentParser) -> None:
     )
     a.add_argument("--dask", metavar="ADDRESS", help="audit inputs as tasks on this Dask scheduler (cancelwire[dask])")
     a.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    a.add_argument("-v", "--verbose", action="store_true", help="the text report also lists every session")
+    color_option(a)
     a.add_argument("--config", type=Path, metavar="FILE", help="settings file to use instead of the one found")
     a.add_argument("--isolated", action="store_true", help="use no settings file")
     _debug(a, argparse.SUPPRESS)
+
+
+def color_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--color",
+        choices=["auto", "always", "never"],
+        default="auto",
+        help="colour the text report (auto: on a terminal, unless NO_COLOR is set or TERM is dumb)",
+    )
 
 
 def settings_of(args: argparse.Namespace) -> Settings:

@@ -184,7 +184,7 @@ def _audit(args: argparse.Namespace) -> int:
                 suppressions=settings.suppress,
                 baseline=known,
             )
-            written = _write_outputs(triage, reports, files, dataset)
+            written = _write_outputs(triage, reports, files, dataset, args)
             status = triage.exit_status()
         finally:
             result.close()
@@ -233,11 +233,15 @@ def _output_targets(args: argparse.Namespace, reports: list[Output]) -> list[tup
 
 
 def _write_outputs(
-    triage: Triage, reports: list[Output], files: dict[str, AtomicOutput], dataset: DatasetWriter | None
+    triage: Triage,
+    reports: list[Output],
+    files: dict[str, AtomicOutput],
+    dataset: DatasetWriter | None,
+    args: argparse.Namespace,
 ) -> int | None:
     """Every report, the baseline and the dataset's findings; the number of issues the baseline got."""
     for report in reports:
-        _write_report(triage, report.format, files.get(report.option))
+        _write_report(triage, report.format, files.get(report.option), args)
     written = _write_baseline(triage, files.get("--write-baseline"))
     if dataset is not None:
         dataset.finish(triage.result)
@@ -323,16 +327,23 @@ def _writes(out: AtomicOutput, action: Callable[[], T]) -> T:
         raise out.error(exc) from None
 
 
-def _write_report(triage: Triage, fmt: str, out: AtomicOutput | None) -> None:
+def colored(mode: str, stream: Any) -> bool:
+    """`--color`: always, never, or (auto) on a terminal unless NO_COLOR is set (no-color.org) or TERM is dumb."""
+    if mode != "auto":
+        return mode == "always"
+    return _isatty(stream) and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
+def _write_report(triage: Triage, fmt: str, out: AtomicOutput | None, args: argparse.Namespace) -> None:
     if out is not None:
         try:
             with open(out.writing, "w", encoding="utf-8") as handle:
-                write(fmt, triage, handle, os.environ)
+                write(fmt, triage, handle, os.environ, color=args.color == "always", verbose=args.verbose)
         except OSError as exc:  # also from the close: a full disk shows on the last flush
             raise out.error(exc) from None
         return
     try:
-        write(fmt, triage, sys.stdout, os.environ)
+        write(fmt, triage, sys.stdout, os.environ, color=colored(args.color, sys.stdout), verbose=args.verbose)
         sys.stdout.flush()
     except BrokenPipeError:
         # the reader went away (`| head`): not an error; keep Python from complaining at exit

@@ -55,7 +55,10 @@ def plan(fmt: str | None, output: str | None, reports: list[str]) -> list[Output
     return outputs
 
 
-def write(fmt: str, triage: Triage, out: TextIO, environ: Mapping[str, str]) -> None:
+def write(
+    fmt: str, triage: Triage, out: TextIO, environ: Mapping[str, str], *, color: bool = False, verbose: bool = False
+) -> None:
+    """One report of TRIAGE's audit. COLOR and VERBOSE concern the text report only."""
     if fmt == "junit":
         junit.write(triage, out)
     elif fmt == "sarif":
@@ -64,4 +67,4 @@ def write(fmt: str, triage: Triage, out: TextIO, environ: Mapping[str, str]) -> 
         summary = environ.get("GITHUB_STEP_SUMMARY")
         github.write(triage, out, Path(summary) if summary else None)
     else:
-        report.write(triage.result, fmt, out, triage)
+        report.write(triage.result, fmt, out, triage, color=color, verbose=verbose)

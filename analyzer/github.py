@@ -71,4 +71,4 @@ def write(triage: Triage, out: TextIO, summary: Path | None = None) -> None:
     out.write(f"::notice title=cancelwire::{escape_data('; '.join(parts))} (fail-on {gate})\n")
     if summary is not None:
         with summary.open("a", encoding="utf-8") as md:
-            write_report(triage.result, "md", md)
+            write_report(triage.result, "md", md, triage)

@@ -23,12 +23,16 @@ from markupsafe import Markup
 
 from . import diagram, inert
 from .files import data_dir
+from .verdict import plural
 
 TEMPLATES = {"text": "report.txt.j2", "md": "report.md.j2", "html": "report.html.j2"}
 MARKDOWN_LIMIT = 60_000
 #: Room kept after the lists for what follows them (the cut line, how the report was made).
 MARKDOWN_TAIL = 6_000
 MARKDOWN_VALUE_CHARS = 400
+
+#: SGR codes of the text report's colours (`paint`): the only escape sequences it ever writes.
+COLORS = {"error": "1;31", "fail": "1;31", "warning": "33", "info": "36", "pass": "1;32", "heading": "1"}
 
 T = TypeVar("T")
 
@@ -54,7 +58,18 @@ def _markdown_value(text: str) -> str:
 _INERT: dict[str, Callable[[str], str]] = {"text": inert.terminal, "md": _markdown_value, "html": inert.terminal}
 
 
-def environment(fmt: str) -> jinja2.Environment:
+def painter(color: bool) -> Callable[[Any, str], Markup]:
+    """The text report's `paint` filter: VALUE made inert, then wrapped in the colour STYLE when
+    `color` is on. The escape sequences are ours and go around the inert text, never inside it."""
+
+    def paint(value: Any, style: str) -> Markup:
+        text = inert.terminal(str(value))
+        return Markup(f"\x1b[{COLORS[style]}m{text}\x1b[0m" if color else text)
+
+    return paint
+
+
+def environment(fmt: str, color: bool = False) -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(data_dir("templates")),
         autoescape=fmt == "html",
@@ -68,6 +83,8 @@ def environment(fmt: str) -> jinja2.Environment:
     env.filters["csp_hash"] = csp_hash
     drawer = diagram.ReportDrawer()  # the HTML report's sequence diagrams: `{{ call | diagram(report) }}`
     env.filters["diagram"] = lambda call, report: Markup(drawer(call, report))
+    env.filters["plural"] = plural
+    env.filters["paint"] = painter(color and fmt == "text")
     return env
 
 
@@ -90,13 +107,18 @@ def where(evidence: Mapping[str, Any]) -> str:
     return str(evidence["source"])
 
 
-def write(report: Mapping[str, Any], fmt: str, out: TextIO, **context: Any) -> None:
+def write(
+    report: Mapping[str, Any], fmt: str, out: TextIO, *, color: bool = False, verbose: bool = False, **context: Any
+) -> None:
     """Text and HTML are written as they are produced; Markdown is fitted under `MARKDOWN_LIMIT` first.
-    CONTEXT: what a template needs beyond the report (the HTML page's verdict and call numbers)."""
+    COLOR: the text report's colours (the caller decides: a terminal, `--color`, `NO_COLOR`); VERBOSE:
+    the text report lists every session; CONTEXT: what a template needs beyond the report (the HTML
+    page's verdict and call numbers)."""
     if fmt == "md":
         out.write(markdown(report))
         return
-    for chunk in environment(fmt).get_template(TEMPLATES[fmt]).generate(report=report, **context):
+    template = environment(fmt, color).get_template(TEMPLATES[fmt])
+    for chunk in template.generate(report=report, verbose=verbose, **context):
         out.write(chunk)
 
 

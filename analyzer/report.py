@@ -20,6 +20,7 @@ from .gates import Triage
 from .merge import MergeSummary
 from .model import CancelledCall, Finding, Mark, Origin, Relation, RequestTimeline, Session
 from .results import AuditResult, HowMade
+from .verdict import verdict
 
 #: Bumped on any incompatible change of the JSON report (independent of the tool version).
 SCHEMA_VERSION = 1
@@ -384,16 +385,26 @@ def _build(result: AuditResult, fmt: str) -> dict[str, Any]:
     return report
 
 
-def render(result: AuditResult, fmt: str, triage: Triage | None = None) -> str:
+def render(result: AuditResult, fmt: str, triage: Triage | None = None, *, verbose: bool = False) -> str:
     out = io.StringIO()
-    write(result, fmt, out, triage)
+    write(result, fmt, out, triage, verbose=verbose)
     return out.getvalue()
 
 
-def write(result: AuditResult, fmt: str, out: TextIO, triage: Triage | None = None) -> None:
+def write(
+    result: AuditResult,
+    fmt: str,
+    out: TextIO,
+    triage: Triage | None = None,
+    *,
+    color: bool = False,
+    verbose: bool = False,
+) -> None:
     """Write the report as it is produced: memory follows one cancelled call or finding, not all of them.
     The reports people read list the first `SHOWN_PER_RULE` findings of each rule and `SHOWN_PER_OUTCOME`
-    cancelled calls of each outcome, and say how many more there are; JSON lists all."""
+    cancelled calls of each outcome, and say how many more there are; JSON lists all. They also give the
+    verdict of TRIAGE (the gate, baseline and suppressions the exit status follows; default: --fail-on
+    error)."""
     report = _build(result, fmt)
     if fmt == "json":
         _write_json(report, out)
@@ -401,7 +412,8 @@ def write(result: AuditResult, fmt: str, out: TextIO, triage: Triage | None = No
     if fmt == "html":  # the page leads with the verdict against the gate (default: --fail-on error)
         html_view.write(report, triage or Triage(result), out)
         return
-    rendering.write(report, fmt, out)
+    report["verdict"] = verdict(triage if triage is not None else Triage(result))
+    rendering.write(report, fmt, out, color=color, verbose=verbose)
 
 
 def _write_json(report: dict[str, Any], out: TextIO) -> None:

@@ -73,7 +73,7 @@ def test_several_outputs_from_one_run_match_single_runs(tmp_path: Path) -> None:
         f"json={tmp_path / 'a.json'}",
     )
     assert proc.returncode == 1
-    assert proc.stdout.startswith("## cancelwire audit\n")  # the Markdown report, once
+    assert proc.stdout.startswith("## cancelwire audit: FAIL\n")  # the Markdown report, once
     assert proc.stdout.count("## cancelwire audit") == 1
     single = run("audit", sample, "--format", "junit").stdout
     assert (tmp_path / "a.xml").read_text() == single

@@ -26,8 +26,12 @@ def test_clean_session_exits_0_with_exact_summary() -> None:
     proc = run("audit", "sample_captures/stdio/sdk-clean-session.jsonl")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0] == "cancelwire 0.1.0: 1 input(s), 1 session(s), 4 request(s), 0 cancelled call(s)"
-    assert "Findings: 0 error(s), 0 warning(s), 0 info" in lines
+    assert lines[:3] == [
+        "Findings: 0 errors, 0 warnings, 0 info",
+        "",
+        "Inputs: 1 input, 1 session, 4 requests, 0 cancelled call(s) (--verbose lists each session)",
+    ]
+    assert lines[-2:] == ["", "PASS: no findings in 1 session (gate: --fail-on error)"]
     assert proc.stderr == ""
 
 
@@ -67,7 +71,7 @@ def test_missing_and_empty_inputs_are_reported_and_the_rest_analysed(tmp_path: P
         "cancelwire: error: nope.jsonl: no such file or directory",
         f"cancelwire: error: {empty}: the input is empty",
     ]
-    assert "1 session(s)" in proc.stdout.splitlines()[0]
+    assert "Inputs: 3 inputs, 1 session, 4 requests, 0 cancelled call(s) (--verbose lists each session)" in proc.stdout
     assert "Traceback" not in proc.stderr
 
 
@@ -114,7 +118,7 @@ def test_rules_and_explain() -> None:
 
 def test_stdin_input() -> None:
     data = (STDIO / "sdk-clean-session.jsonl").read_bytes()
-    proc = run("audit", "-", stdin=data)
+    proc = run("audit", "-v", "-", stdin=data)
     assert proc.returncode == 0
     assert "<stdin>" in proc.stdout
 

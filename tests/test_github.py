@@ -72,6 +72,6 @@ def test_step_summary_is_appended(tmp_path: Path) -> None:
     proc = github(SLOW_TOOL, env={"GITHUB_STEP_SUMMARY": str(summary)})
     assert proc.returncode == 0, proc.stderr
     text = summary.read_text()
-    assert text.startswith("# earlier step\n## cancelwire audit\n")
+    assert text.startswith("# earlier step\n## cancelwire audit: PASS\n")
     assert "**outcome\\-unverified**" in text
     assert proc.stdout.splitlines()[-1] == "::notice title=cancelwire::1 new issue(s) (fail-on error)"

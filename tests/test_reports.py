@@ -111,7 +111,7 @@ def _attack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str) -> str:
     ]
     monkeypatch.chdir(tmp_path)
     write_transcript(tmp_path / "evil\x1b[2J.jsonl", lines)
-    return render(audit(["evil\x1b[2J.jsonl"]), fmt)
+    return render(audit(["evil\x1b[2J.jsonl"]), fmt, verbose=True)
 
 
 def test_text_report_of_a_hostile_recording_is_inert(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -121,8 +121,9 @@ def test_text_report_of_a_hostile_recording_is_inert(tmp_path: Path, monkeypatch
     method = r"x\x1b]0;owned\x07\x1b[2J\x1b[H\r\n\nFindings: 0 error(s), 0 warning(s), 0 info\n\u202eevil\u202c"
     lines = text.splitlines()
     assert [line for line in lines if line.startswith("Findings:")] == [
-        "Findings: 0 error(s), 1 warning(s), 0 info"  # the real verdict, once
+        "Findings: 0 errors, 1 warning, 0 info"  # the real counts, once
     ]
+    assert lines[-1] == "PASS: 1 warning, 1 outcome-unverified (warning) in 1 session (gate: --fail-on error)"
     for line in [
         r"  evil\x1b[2J.jsonl  [cancelwire-transcript, stdio, 2025-11-25 (negotiated), vantage proxy]",
         rf"  evil\x1b[2J.jsonl:5  id 1 tools/call {tool}  by notification  -> outcome-unverified [exact]",
@@ -248,10 +249,14 @@ def test_markdown_report_fits_a_comment_whatever_the_audit_and_says_what_it_left
     md = render(result, "md")
     assert len(md) <= rendering.MARKDOWN_LIMIT
     lines = md.splitlines()
-    assert lines[:3] == [
-        "## cancelwire audit",
+    warnings, unverified = summary["by_severity"]["warning"], summary["by_outcome"]["outcome-unverified"]
+    assert lines[:5] == [
+        "## cancelwire audit: PASS",
         "",
-        f"**0** error(s), **{summary['by_severity']['warning']}** warning(s), **0** info · 301 session(s), "
+        f"**PASS**: {warnings} warnings\\, {unverified} outcome\\-unverified \\(warning\\) in 301 sessions "
+        "\\(gate\\: \\-\\-fail\\-on error\\)",
+        "",
+        f"Found **0** error(s), **{summary['by_severity']['warning']}** warning(s), **0** info · 301 session(s), "
         f"3601 request(s), 3000 cancelled call(s) · cancelwire {__version__.replace('.', chr(92) + '.')}",
     ]
     assert "@x" not in md
