@@ -24,7 +24,7 @@ from .pipeline import AuditOptions
 from .pipeline import audit as run_audit
 from .readers.base import ReadOptions
 from .reconstruct import ReconstructOptions
-from .results import AuditResult
+from .results import AuditResult, Setting
 from .spool import Spool
 
 PathLike = str | os.PathLike[str]
@@ -50,6 +50,7 @@ def audit(
     exchanges: bool = True,
     jobs: int | None = 1,
     dask: str | None = None,
+    redact: bool = False,
 ) -> AuditResult:
     """Audit recordings (files, folders, `.gz`) and return the result.
 
@@ -57,7 +58,8 @@ def audit(
     slugs to the reason they are off (a plain list gets "ignored by the caller"). `exchanges=False`
     skips keeping the exchange table (`result.to_dataframe("exchanges")` then raises). `jobs`
     audits inputs in that many worker processes (None: one per core when there are many inputs), and `dask`
-    on the Dask scheduler at that address (`cancelwire[dask]`); the result is the same. An unreadable
+    on the Dask scheduler at that address (`cancelwire[dask]`); the result is the same. `redact` replaces
+    payload values by type and length (the `--redact` of the command line). An unreadable
     input is reported in `result.inputs` and the others are still audited. Call `result.close()` (or
     use the result as a context manager) to remove its spooled parts from disk.
     """
@@ -80,6 +82,8 @@ def audit(
         select=frozenset(select),
         ignore=dict(ignore) if isinstance(ignore, Mapping) else dict.fromkeys(ignore, "ignored by the caller"),
         preview=preview,
+        settings=(Setting("redact", "on", "caller"),) if redact else (),
+        redact=redact,
     )
     rows: Spool[dict[str, Any]] | None = Spool() if exchanges else None
     names = [os.fspath(paths)] if isinstance(paths, str | os.PathLike) else [os.fspath(p) for p in paths]

@@ -200,6 +200,12 @@ def _audit_parser(a: argparse.ArgumentParser) -> None:
         help="append findings, cancellations and exchanges to Parquet datasets under DIR (see README)",
     )
     a.add_argument("--dask", metavar="ADDRESS", help="audit inputs as tasks on this Dask scheduler (cancelwire[dask])")
+    a.add_argument(
+        "--redact",
+        action="store_true",
+        help="replace payload values (arguments, results, errors, messages, reasons) by type and length in every "
+        "output; ids, methods, tool names, timings and structure stay",
+    )
     a.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     a.add_argument("-v", "--verbose", action="store_true", help="the text report also lists every session")
     color_option(a)
@@ -247,6 +253,7 @@ def audit_options(args: argparse.Namespace, settings: Settings) -> AuditOptions:
         "merge": args.merge or None,
         "input-format": args.input_format,
         "keylog": args.keylog,
+        "redact": args.redact or None,
     }
     changed += [Setting(k, "on" if v is True else str(v), "command line") for k, v in flags.items() if v]
     changed += [Setting("http-port", str(port), "command line") for port in args.http_port]
@@ -277,6 +284,7 @@ def audit_options(args: argparse.Namespace, settings: Settings) -> AuditOptions:
         merge=args.merge,
         settings_file=settings.path,
         settings=tuple(changed),
+        redact=args.redact,
     )
 
 

@@ -20,6 +20,7 @@ from .ordering import DEFAULT_RACE_WINDOWS
 from .partial import Merged, Partial, Row, Sink
 from .readers import InputSource, ReadOptions, choose_reader, expand_inputs
 from .reconstruct import ReconstructOptions, Reconstructor
+from .redact import redacting
 from .results import AuditResult, HowMade, InputSummary, Setting
 from .same_session import Requests, same_sessions
 
@@ -44,6 +45,8 @@ class AuditOptions:
     """Every value the caller changed from the default, and where it came from (shown in the report)."""
     merge: bool = False
     """`--merge`: the two inputs are recordings of the same session(s), judged as one (merged.py)."""
+    redact: bool = False
+    """Payload values replaced by type and length before anything is kept (redact.py)."""
 
 
 def how_made(options: AuditOptions) -> HowMade:
@@ -179,11 +182,13 @@ def judge(
     """Reconstruct and judge one stream of events with an engine of its own; the session keys seen."""
     row = _row_maker() if rows else None
     engine = Engine(rules)
+    # once, upstream of every output; the rules still judge the recording as it was
+    into, shown = redacting(into) if options.redact else (into, _as_is)
     keys: list[str] = []
     seen = Requests()
     for item in Reconstructor(source, reader, options.reconstruct).run(events):
         if isinstance(item, Anomaly):
-            for finding in engine.on_anomaly(item):
+            for finding in engine.on_anomaly(shown(item)):
                 into.finding(finding)
         elif isinstance(item, Session):
             engine.on_session(item)
@@ -269,6 +274,10 @@ def _read_whole(source: InputSource, options: AuditOptions) -> tuple[Recording |
     keys = tuple(dict.fromkeys(e.session_key for e in events if e.session_key is not None))
     summary = InputSummary(source.name, reader.name, keys, len(events), error.message if error else None)
     return Recording(source.name, reader.name, events), summary, error
+
+
+def _as_is(anomaly: Anomaly) -> Anomaly:
+    return anomaly
 
 
 def _row_maker() -> Callable[[RequestTimeline, CancelledCall | None], Row]:
