@@ -107,6 +107,14 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("-o", "--output", type=Path, metavar="FILE.svg|FILE.html", help="default: SVG on stdout")
     _debug(d, argparse.SUPPRESS)
 
+    c = sub.add_parser("diff", help="what appeared, disappeared or changed between two JSON audits")
+    c.add_argument("old", type=Path, metavar="OLD.json", help="the audit before (--format json)")
+    c.add_argument("new", type=Path, metavar="NEW.json", help="the audit after")
+    c.add_argument("--format", choices=("text", "md", "html", "json"), default="text", help="(default: text)")
+    c.add_argument("-o", "--output", metavar="FILE", help="write it here (default: stdout)")
+    color_option(c)
+    _debug(c, argparse.SUPPRESS)
+
     r = sub.add_parser("record", help="run a stdio MCP server and record its traffic as a transcript")
     r.add_argument("-o", "--output", type=Path, metavar="FILE", help="transcript path")
     r.add_argument("server", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS...")

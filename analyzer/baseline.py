@@ -52,6 +52,13 @@ class Identity:
     tool: str
 
 
+def identity(server: str | None, transport: str, method: str | None, tool: str | None, source: str) -> Identity:
+    """An issue's identity: the server's own name, else the recording's file name without folders."""
+    return Identity(
+        server=server or f"file:{Path(source).name}", transport=transport, method=method or "", tool=tool or ""
+    )
+
+
 class Fingerprinter:
     """Fingerprints in report order: the ordinal counts like issues seen so far in this pass."""
 

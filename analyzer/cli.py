@@ -92,6 +92,8 @@ def _run(args: argparse.Namespace) -> int:
         return _rules(args)
     if args.command == "explain":
         return _explain(args)
+    if args.command == "diff":
+        return _diff(args)
     if args.command == "frame":
         from .readers.frame import frame_details
 
@@ -342,14 +344,41 @@ def _write_report(triage: Triage, fmt: str, out: AtomicOutput | None, args: argp
         except OSError as exc:  # also from the close: a full disk shows on the last flush
             raise out.error(exc) from None
         return
+    _to_stdout(
+        lambda: write(fmt, triage, sys.stdout, os.environ, color=colored(args.color, sys.stdout), verbose=args.verbose)
+    )
+
+
+def _to_stdout(action: Callable[[], None]) -> None:
     try:
-        write(fmt, triage, sys.stdout, os.environ, color=colored(args.color, sys.stdout), verbose=args.verbose)
+        action()
         sys.stdout.flush()
     except BrokenPipeError:
         # the reader went away (`| head`): not an error; keep Python from complaining at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except OSError as exc:
         raise OutputError(f"standard output: cannot write the report: {exc.strerror or exc}") from None
+
+
+def _diff(args: argparse.Namespace) -> int:
+    """`cancelwire diff OLD NEW`: exit 1 when something new appeared (diff.py says what that is)."""
+    from . import diff
+
+    changes = diff.compare(args.old, args.new)
+    if args.output is None or args.output == "-":
+        _to_stdout(lambda: diff.write(changes, args.format, sys.stdout, color=colored(args.color, sys.stdout)))
+    else:
+        refuse_inputs([("-o", Path(args.output))], [args.old, args.new])
+        out = AtomicOutput(Path(args.output), "-o")
+        try:
+            with open(out.writing, "w", encoding="utf-8") as handle:
+                diff.write(changes, args.format, handle, color=args.color == "always")
+            out.commit()
+        except OSError as exc:
+            raise out.error(exc) from None
+        finally:
+            out.discard()
+    return ExitStatus.FINDINGS if changes["new_problems"] else ExitStatus.PASSED
 
 
 def _nothing_read(result: AuditResult, paths: list[str]) -> CancelwireError:

@@ -8,6 +8,7 @@
     ├── RuleFileError     a rule file in rules/ or --rules DIR is invalid
     ├── ConfigError       cancelwire.toml / [tool.cancelwire] is invalid
     ├── BaselineError     a --baseline file is invalid
+    ├── ReportFileError   a JSON report given to `cancelwire diff` is not one, or is damaged
     └── OutputError       a report or table cannot be written, or would overwrite an input
 
 Problems inside an input (a bad line, a truncated frame) are never raised: readers yield an
@@ -75,6 +76,10 @@ class ToolMissingError(InputError):
 
 class BaselineError(CancelwireError):
     """A --baseline file is not a cancelwire baseline, or is damaged (the message names the line)."""
+
+
+class ReportFileError(CancelwireError):
+    """A JSON report given to `cancelwire diff` is not one, or is damaged (the message names the field)."""
 
 
 class OutputError(CancelwireError):

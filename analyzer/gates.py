@@ -13,10 +13,9 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
-from .baseline import Baseline, Fingerprinter, Identity
+from .baseline import Baseline, Fingerprinter, Identity, identity
 from .model import CancelledCall, Certainty, Finding, Origin, Outcome, RequestId, Session, Severity
 from .policy import DEFAULT_GATES, Gate, Suppression
 from .results import AuditResult, ExitStatus
@@ -141,12 +140,7 @@ class Triage:
     def identity(self, session_key: str | None, method: str | None, tool: str | None, source: str) -> Identity:
         session = self.session(session_key)
         server = _server_name(session) if session is not None else None
-        return Identity(
-            server=server or f"file:{Path(source).name}",
-            transport=session.transport.value if session is not None else "",
-            method=method or "",
-            tool=tool or "",
-        )
+        return identity(server, session.transport.value if session is not None else "", method, tool, source)
 
     def _from_finding(self, f: Finding) -> tuple[dict[str, Any], Identity]:
         source = f.evidence[-1].source if f.evidence else ""

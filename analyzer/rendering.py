@@ -122,14 +122,14 @@ def write(
         out.write(chunk)
 
 
-def markdown(report: Mapping[str, Any]) -> str:
+def markdown(report: Mapping[str, Any], template_name: str = TEMPLATES["md"], key: str = "report") -> str:
     """The Markdown report in at most `MARKDOWN_LIMIT` characters. A list stops one item after the
     budget is passed, so an oversized last item can overshoot it: then the lists get less room and the
     report is made again (a few times at most; as a last resort it is cut at a line with a note)."""
-    template = environment("md").get_template(TEMPLATES["md"])
+    template = environment("md").get_template(template_name)
     budget = MARKDOWN_LIMIT - MARKDOWN_TAIL
     for _ in range(4):
-        text = _fitted(template, report, budget)
+        text = _fitted(template, {key: report}, budget)
         if len(text) <= MARKDOWN_LIMIT:
             return text
         budget -= len(text) - MARKDOWN_LIMIT + 1_000
@@ -137,9 +137,9 @@ def markdown(report: Mapping[str, Any]) -> str:
     return text[: text.rfind("\n", 0, MARKDOWN_LIMIT - len(note))] + note
 
 
-def _fitted(template: jinja2.Template, report: Mapping[str, Any], budget: int) -> str:
+def _fitted(template: jinja2.Template, context: Mapping[str, Any], budget: int) -> str:
     written = _Written(budget)
-    for chunk in template.generate(report=report, fit=written.fit):
+    for chunk in template.generate(**context, fit=written.fit):
         written.add(chunk)
     return "".join(written.parts)
 

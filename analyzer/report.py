@@ -65,6 +65,7 @@ def _finding(f: Finding) -> dict[str, Any]:
         "session": f.session_key,
         "request_id": f.request_id,
         "method": f.method,
+        "tool": f.tool,
         "ts": f.ts,
         "time": _ts(f.ts),
         "message": f.message,
