@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from .gates import IssueKind, Triage
+from .gates import Triage
 from .model import Severity
 from .results import ExitStatus
 
@@ -34,18 +34,12 @@ def plural(count: int, noun: str) -> str:
 def verdict(triage: Triage) -> dict[str, Any]:
     """The verdict as plain data for the templates; `word` + `text` is the one-line form."""
     status = triage.exit_status()
-    findings: Counter[str] = Counter()
-    outcomes: Counter[tuple[str, str]] = Counter()
-    known = suppressed = 0
-    for issue in triage:
-        if issue.suppressed is not None:
-            suppressed += 1
-        elif issue.known:
-            known += 1
-        elif issue.kind is IssueKind.FINDING:
-            findings[issue.severity.value] += 1
-        else:
-            outcomes[(issue.code, issue.severity.value)] += 1
+    tally = triage.tally()  # the pass the exit status made (cached): no second pass over the spools
+    outcomes = tally.new_outcomes
+    findings = Counter(tally.new)
+    for (_, severity), n in outcomes.items():
+        findings[severity] -= n
+    known, suppressed = tally.known, tally.suppressed
     sessions = len(triage.result.sessions)
     gate = f"--fail-on {triage.fail_on.value if triage.fail_on else 'never'}"
     if status is ExitStatus.USAGE:
