@@ -89,14 +89,20 @@ def tshark_command(tshark: str, capture: Path, keylog: Path | None) -> list[str]
             "http_tls",
             "--disable-heuristic",
             "http2_tls",
+            # one protocol per flag: tshark 4.0 disables only the first name of a comma list, and an
+            # enabled http2 takes the decrypted bytes of an ALPN h2 session away from `data`
             "--disable-protocol",
-            "http,http2",
+            "http",
+            "--disable-protocol",
+            "http2",
         ]
         fields.append(DECRYPTED_FIELD)
     else:
         # nothing above TCP is needed: tshark's own HTTP would only cost time (it also drops open
         # bodies), and without TLS to decrypt, TCP reassembly is ours
-        cmd += ["--disable-protocol", "http,http2,tls", "-o", "tcp.desegment_tcp_streams:FALSE"]
+        cmd += ["-o", "tcp.desegment_tcp_streams:FALSE"]
+        for name in ("http", "http2", "tls"):
+            cmd += ["--disable-protocol", name]
     for name in fields:
         cmd += ["-e", name]
     return cmd
