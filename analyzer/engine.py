@@ -238,7 +238,8 @@ class Engine:
             gap = first.ts - anchor.ts
         certainty = Certainty.EXACT if all(e.certainty is Certainty.EXACT for e in hits) else Certainty.INFERRED
         # one packet can carry several entries (an SSE event and its bytes): cite each place once
-        evidence = list(dict.fromkeys(([anchor.origin] if anchor is not None else []) + [e.origin for e in hits]))
+        cited = [anchor] if anchor is not None else []
+        evidence = list(dict.fromkeys([e.origin for e in cited] + [e.origin for e in hits]))
         sender = first.side.value if first.side is not None else "the recording"
         text = _render(
             rule.message,
@@ -267,6 +268,7 @@ class Engine:
             # entries that stand for several messages (past a request's entry limit) count them all
             more_evidence=max(0, len(evidence) - MAX_EVIDENCE) + sum(e.repeats - 1 for e in hits),
             tool=tl.tool,
+            streams=tuple(dict.fromkeys(e.stream for e in [*cited, *hits] if e.stream is not None)),
         )
 
 

@@ -414,6 +414,8 @@ class Finding:
     """Origins that prove it beyond those in `evidence`."""
     tool: str | None = None
     """Tool name when the finding is about a `tools/call` (baseline fingerprints use it)."""
+    streams: tuple[str, ...] = ()
+    """The HTTP exchanges that carried the evidence (`tcp3/0`, `tcp3/h2s5`), for the Wireshark filter."""
 
     @property
     def fingerprint(self) -> str:

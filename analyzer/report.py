@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
@@ -41,8 +42,23 @@ def origin_dict(origin: Origin) -> dict[str, Any]:
     return out
 
 
-def display_filter(origins: tuple[Origin, ...] | list[Origin]) -> str | None:
-    return rendering.frame_filter(o.frame for o in origins if o.frame is not None)
+_H2_STREAM = re.compile(r"tcp(\d+)/h2s(\d+)")
+
+
+def display_filter(origins: tuple[Origin, ...] | list[Origin], streams: tuple[str, ...] = ()) -> str | None:
+    """Wireshark's filter for the evidence frames; on HTTP/2 also every frame of the requests' streams
+    (`tcp.stream == 3 && http2.streamid == 5`: stream ids are per TCP connection)."""
+    shown = rendering.frame_filter(o.frame for o in origins if o.frame is not None)
+    if shown is None:
+        return None
+    by_conn: dict[int, list[int]] = {}
+    for match in filter(None, map(_H2_STREAM.fullmatch, streams)):
+        by_conn.setdefault(int(match[1]), []).append(int(match[2]))
+    for conn, ids in sorted(by_conn.items()):
+        ids = sorted(set(ids))
+        which = f"== {ids[0]}" if len(ids) == 1 else f"in {{{', '.join(map(str, ids))}}}"
+        shown += f" || (tcp.stream == {conn} && http2.streamid {which})"
+    return shown
 
 
 def _ts(ts: float | None) -> str | None:
@@ -72,7 +88,7 @@ def _finding(f: Finding) -> dict[str, Any]:
         "revision": f.revision,
         "evidence": [origin_dict(o) for o in f.evidence],
         "more_evidence": f.more_evidence,
-        "display_filter": display_filter(f.evidence),
+        "display_filter": display_filter(f.evidence, f.streams),
         "fingerprint": f.fingerprint,
     }
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Regenerate the HTTP sample captures in sample_captures/http/ (see its README.md).
+"""Regenerate the HTTP sample captures in sample_captures/http/ and sample_captures/http2/ (see their
+README.md files).
 
     .venv/bin/python scripts/capture_samples.py [--only NAME ...] [--keep-logs DIR] [--out DIR]
 
@@ -44,6 +45,7 @@ from loopback import CaptureError, loopback_capture
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "sample_captures" / "http"
+OUT2 = ROOT / "sample_captures" / "http2"
 PEERS = ROOT / "scripts" / "peers"
 PY = sys.executable
 TSHARK = shutil.which("tshark") or "/usr/bin/tshark"
@@ -431,6 +433,96 @@ def s_unrelated(ctx: Ctx) -> None:
     check_capture(pcap)
 
 
+# ------------------------------------------------------------------------------------- HTTP/2 scenarios
+
+
+def h2_server(ctx: Ctx, name: str, port: int, log: Path, *extra: str) -> Proc:
+    """The real SDK server under hypercorn (`peers/http2_sdk_server.py`): h2 over TLS, or h2c."""
+    argv = [PY, str(PEERS / "http2_sdk_server.py"), "--port", str(port), "--log", str(log), "--max-seconds", "40"]
+    return Proc(f"{name}-server", [*argv, *extra], ctx.logdir)
+
+
+def check_h2(pcap: Path, port: int, keys: Path | None = None) -> list[str]:
+    """tshark must see HTTP/2 HEADERS frames (decoded as h2c on the port, or through TLS with the keys);
+    returns the frames that carry an RST_STREAM."""
+    decode = ["-d", f"tcp.port=={port},http2"]
+    extra = ["-o", f"tls.keylog_file:{keys}", "-d", f"tcp.port=={port},tls"] if keys else decode
+    check_capture(pcap, want_http=False, extra=extra)
+    if not tshark_fields(pcap, "http2.type == 1", ["frame.number"], extra):
+        raise ScenarioError(f"{pcap.name}: tshark sees no HTTP/2 HEADERS frame")
+    return tshark_fields(pcap, "http2.type == 3", ["frame.number"], extra)
+
+
+def h2_sdk(ctx: Ctx, name: str, preferred_port: int, flow: str, tls: bool) -> None:
+    """The real SDK client (httpx2 with http2=True) against the SDK server under hypercorn."""
+    port = pick_port(preferred_port)
+    pcap, slog, keys = OUT2 / f"{name}.pcapng", OUT2 / f"{name}.server.jsonl", OUT2 / f"{name}.keys"
+    server_extra: list[str] = []
+    client_extra = ["--http2"]
+    if tls:
+        cert, key = make_cert(ctx.tmp)
+        keys.unlink(missing_ok=True)
+        server_extra = ["--tls-cert", str(cert), "--tls-key", str(key)]
+        client_extra += ["--cafile", str(cert), "--keylog", str(keys)]
+    server = h2_server(ctx, name, port, slog, *server_extra)
+    url = f"{'https' if tls else 'http'}://127.0.0.1:{port}/mcp"
+    try:
+        server.wait_ready()
+        with capture(pcap, f"tcp port {port}", ctx.logdir):
+            run_client(f"{name}-client", [PY, str(PEERS / "http_sdk_client.py"), flow, url, *client_extra], ctx.logdir)
+            time.sleep(0.5)
+    finally:
+        server.stop()
+    rst = check_h2(pcap, port, keys if tls else None)
+    log(f"  RST_STREAM frames: {rst}; {slog.name}: {jsonl_lines(slog)} messages (port {port})")
+
+
+def h2_raw(ctx: Ctx, name: str, preferred_port: int, mode: str, bad_server: bool = False) -> list[str]:
+    """A hand-written h2c client (`peers/http2_raw_clients.py MODE`) against the SDK server, or against
+    the hand-written misbehaving `peers/http2_bad_server.py`."""
+    port = pick_port(preferred_port)
+    pcap, slog = OUT2 / f"{name}.pcapng", OUT2 / f"{name}.server.jsonl"
+    if bad_server:
+        argv = [PY, str(PEERS / "http2_bad_server.py"), "--port", str(port), "--log", str(slog)]
+        server = Proc(f"{name}-server", argv, ctx.logdir)
+    else:
+        server = h2_server(ctx, name, port, slog)
+    try:
+        server.wait_ready()
+        with capture(pcap, f"tcp port {port}", ctx.logdir):
+            run_client(f"{name}-client", [PY, str(PEERS / "http2_raw_clients.py"), mode, str(port)], ctx.logdir)
+            if bad_server:
+                server.p.wait(20)  # it exits by itself after its last write
+            time.sleep(0.5)
+    finally:
+        server.stop()
+    rst = check_h2(pcap, port)
+    if not rst:
+        raise ScenarioError(f"{name}: no RST_STREAM in the capture")
+    log(f"  RST_STREAM frames: {rst}; {slog.name}: {jsonl_lines(slog)} messages (port {port})")
+    return rst
+
+
+def s_h2_tls_cancel_notification(ctx: Ctx) -> None:
+    h2_sdk(ctx, "sdk-h2-tls-cancel-notification", 18111, "cancel-notification", tls=True)
+
+
+def s_h2c_cancel_close_stream(ctx: Ctx) -> None:
+    h2_sdk(ctx, "sdk-h2c-cancel-close-stream", 18112, "cancel-close-stream", tls=False)
+
+
+def s_h2c_resets_stream(ctx: Ctx) -> None:
+    h2_raw(ctx, "h2c-client-resets-stream", 18113, "reset")
+
+
+def s_h2c_stops_reading(ctx: Ctx) -> None:
+    h2_raw(ctx, "h2c-client-stops-reading", 18114, "stops-reading")
+
+
+def s_h2c_bad_server(ctx: Ctx) -> None:
+    h2_raw(ctx, "bad-h2-server-writes-after-reset", 18115, "reset", bad_server=True)
+
+
 SCENARIOS: dict[str, Callable[[Ctx], None]] = {
     "sdk-http-clean": s_clean,
     "sdk-http-cancel-notification": s_cancel_notification,
@@ -441,22 +533,28 @@ SCENARIOS: dict[str, Callable[[Ctx], None]] = {
     "sdk-legacy-sse": s_legacy_sse,
     "truncated": s_truncated,
     "unrelated-traffic": s_unrelated,
+    "sdk-h2-tls-cancel-notification": s_h2_tls_cancel_notification,
+    "sdk-h2c-cancel-close-stream": s_h2c_cancel_close_stream,
+    "h2c-client-resets-stream": s_h2c_resets_stream,
+    "h2c-client-stops-reading": s_h2c_stops_reading,
+    "bad-h2-server-writes-after-reset": s_h2c_bad_server,
 }
 
 
 def main() -> int:
-    global OUT
+    global OUT, OUT2
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="*", choices=list(SCENARIOS), help="run only these scenarios")
     ap.add_argument("--keep-logs", help="copy the peers' stderr logs into this directory")
     ap.add_argument("--out", help="write the captures here instead of sample_captures/http")
     args = ap.parse_args()
     if args.out:
-        OUT = Path(args.out).resolve()
+        OUT = OUT2 = Path(args.out).resolve()
     if not shutil.which(TSHARK):
         print("tshark not found", file=sys.stderr)
         return 2
     OUT.mkdir(parents=True, exist_ok=True)
+    OUT2.mkdir(parents=True, exist_ok=True)
     failed: list[str] = []
     with tempfile.TemporaryDirectory(prefix="cancelwire-capture-") as td:
         tmp = Path(td)

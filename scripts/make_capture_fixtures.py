@@ -945,6 +945,23 @@ def s_body_cut(ctx: Ctx) -> None:
     copy(body_cut(ctx, "body-whole", 0), ctx.path("response-body-cut", "clean.pcapng"))
 
 
+def s_h2_hand_edited(ctx: Ctx) -> None:
+    """HAND-EDITED copy of sample_captures/http2/h2c-client-resets-stream.pcapng (the real SDK server under
+    hypercorn, a hand-written h2c client): the HPACK block of the server's response HEADERS frame starts
+    with an index no table holds (0xff 0xff 0x0f = 2174), bad HPACK that no real peer sends."""
+    src = ROOT / "sample_captures" / "http2" / "h2c-client-resets-stream.pcapng"
+    copy(src, ctx.path("http2-unreadable", "clean.pcapng"))
+    header, records = pcap_records(src, ctx.tmp)
+    head = b"\x01\x04\x00\x00\x00\x01\x88"  # HEADERS, END_HEADERS, stream 1, then :status 200 (index 8)
+    at = next((i for i, (_, packet) in enumerate(records) if head in packet), None)
+    if at is None:
+        raise cs.ScenarioError("no response HEADERS frame starting with :status 200 on stream 1")
+    h, packet = records[at]
+    where = packet.index(head) + len(head) - 1
+    edited = (h, packet[:where] + b"\xff\xff\x0f" + packet[where + 3 :])
+    write_pcap(ctx.path("http2-unreadable", "triggers.pcap"), header, [*records[:at], edited, *records[at + 1 :]])
+
+
 SCENARIOS: dict[str, Callable[[Ctx], None]] = {
     "sdk-close-stream": s_sdk_close_stream,
     "bad-server-half-close": s_bad_server_half_close,
@@ -961,6 +978,7 @@ SCENARIOS: dict[str, Callable[[Ctx], None]] = {
     "broken-http": s_broken_http,
     "hand-edited": s_hand_edited,
     "body-cut": s_body_cut,
+    "h2-hand-edited": s_h2_hand_edited,
 }
 
 

@@ -84,6 +84,7 @@ READER_SAMPLES: dict[str, tuple[str, ...]] = {
     "pcap": (
         "sample_captures/http/sdk-http-cancel-close-stream.pcapng",
         "sample_captures/http/bad-server-writes-after-disconnect.pcapng",
+        "sample_captures/http2/bad-h2-server-writes-after-reset.pcapng",
         "tests/rules/http-error-status/triggers.pcapng",
         "tests/rules/sse-event-cut-off/triggers.pcapng",
     ),

@@ -1,8 +1,9 @@
 """What the capture reader extracts equals what the peers really sent, message for message.
 
 Each sample capture has the server's own log beside it (`<name>.server.jsonl`, written by the
-server process: see sample_captures/http/README.md). Per direction, the JSON-RPC messages we rebuild
-from the packets must be exactly the messages in that log, in order.
+server process: see sample_captures/http/README.md and sample_captures/http2/README.md). Per
+direction, the JSON-RPC messages we rebuild from the packets must be exactly the messages in that
+log, in order.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from cancelwire.model import Direction, MessageEvent
 from cancelwire.readers import InputSource, ReadOptions
 from cancelwire.readers.pcap import READER
 
-HTTP = Path(__file__).resolve().parent.parent / "sample_captures" / "http"
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_captures"
+FOLDERS = (SAMPLES / "http", SAMPLES / "http2")
 Key = tuple[str, str, Any, Any, str]
 
 
@@ -27,7 +29,7 @@ def _key(direction: str, message: Any) -> Key:
 
 
 def _from_capture(name: str) -> list[Key]:
-    path = HTTP / f"{name}.pcapng"
+    path = SAMPLES / f"{name}.pcapng"
     keys = path.with_suffix(".keys")
     options = ReadOptions(keylog=keys if keys.exists() else None)
     return [
@@ -53,7 +55,7 @@ def _full(event: MessageEvent) -> str:
 
 def _from_log(name: str) -> list[Key]:
     keys = []
-    for line in (HTTP / f"{name}.server.jsonl").read_text().splitlines():
+    for line in (SAMPLES / f"{name}.server.jsonl").read_text().splitlines():
         entry = json.loads(line)
         if "send_error" in entry:
             continue  # the write failed (EPIPE): never on the wire
@@ -68,15 +70,18 @@ def _per_direction(keys: list[Key], direction: str) -> list[Key]:
     return [k for k in keys if k[0] == direction]
 
 
-CAPTURES = sorted(p.name.removesuffix(".server.jsonl") for p in HTTP.glob("*.server.jsonl"))
+CAPTURES = sorted(
+    f"{folder.name}/{p.name.removesuffix('.server.jsonl')}" for folder in FOLDERS for p in folder.glob("*.server.jsonl")
+)
+STOPPED_READING = {"http/http-client-stops-reading", "http2/h2c-client-stops-reading"}
 
 
 @pytest.mark.parametrize("name", CAPTURES)
 def test_extracted_messages_equal_the_server_log(name: str) -> None:
     wire, log = _from_capture(name), _from_log(name)
     assert _per_direction(wire, "c2s") == _per_direction(log, "c2s")
-    if name == "http-client-stops-reading":
-        # the server handed 200+ progress notifications to uvicorn, but the client stopped reading:
+    if name in STOPPED_READING:
+        # the server handed 200+ progress notifications to its HTTP server, but the client stopped reading:
         # only the first ones reached the wire (flow control), in order
         sent = _per_direction(log, "s2c")
         on_wire = _per_direction(wire, "s2c")

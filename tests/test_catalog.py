@@ -17,7 +17,7 @@ from cancelwire.errors import CancelwireError, RuleFileError
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = load_catalog()
-_PREFIXES = "input|jsonrpc|cancel|progress|task|reconstruct|capture|har|http|sse|stdio|merge"
+_PREFIXES = "input|jsonrpc|cancel|progress|task|reconstruct|capture|har|http2?|sse|stdio|merge"
 ANOMALY = re.compile(rf'"((?:{_PREFIXES})\.[a-z0-9-]+)"')
 
 

@@ -94,7 +94,7 @@ def test_captures_name_the_frame_and_the_display_filter(tmp_path: Path) -> None:
     text = failed.result[0].text.splitlines()
     assert text[0].startswith(f"{capture}#20  error  CW201 write-after-disconnect  the server kept writing")
     assert text[1] == "    evidence: " + ", ".join(f"{capture}#{n}" for n in (12, 14, 16, 18, 20))
-    assert text[2] == "    wireshark: frame.number in {12 14 16 18 20}"
+    assert text[2] == "    wireshark: frame.number in {12, 14, 16, 18, 20}"
 
 
 def test_recorded_text_cannot_break_the_xml(tmp_path: Path) -> None:

@@ -573,7 +573,7 @@ def test_not_http_capture(captures: dict[str, tuple[Path, int]]) -> None:
     path, port = captures["not_http"]
     events = read(path)
     assert [(type(e).__name__, getattr(e, "name", None)) for e in events] == [("Anomaly", "capture.no-mcp")]
-    assert "no HTTP/1.1 connection" in events[0].detail  # type: ignore[union-attr]
+    assert "no HTTP connection (sniffed by an HTTP/1.1 request line or the HTTP/2 preface" in events[0].detail  # type: ignore[union-attr]
     forced = read(path, http_ports=(port,))
     assert [getattr(e, "name", None) for e in forced] == ["http.parse-error", "capture.no-mcp"]
 

@@ -58,7 +58,7 @@ def test_every_sample_validates_and_results_point_at_lines_and_frames() -> None:
         "frame 16",
         "frame 18",
     ]
-    assert capture["properties"]["wiresharkFilter"] == "frame.number in {12 14 16 18 20}"
+    assert capture["properties"]["wiresharkFilter"] == "frame.number in {12, 14, 16, 18, 20}"
     assert all(len(r["partialFingerprints"]["cancelwire/v1"]) == 24 for r in run_["results"])
     assert run_["invocations"] == [{"executionSuccessful": True, "exitCode": 1}]
 

@@ -10,7 +10,9 @@ events (`http1`) of the connection mean as MCP transport events, per exchange (`
 * SERVER_BYTES: server payload after the client closed or reset the exchange (once per frame).
 * RECORDING_ENDED: the response is still open at the end of the capture.
 
-Bodies are read by `capture_bodies`, sessions decided by `capture_sessions`.
+A connection whose client starts with the HTTP/2 preface is read by `capture_http2` instead (its
+streams are exchanges); heads, bodies and ends take the same path. Bodies are read by
+`capture_bodies`, sessions decided by `capture_sessions`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from enum import StrEnum
 from ..jsonrpc import decode_text
 from ..model import Direction, TransportEvent, TransportKind
 from .capture_bodies import Bodies
+from .capture_http2 import Http2Capture
 from .capture_sessions import Exchange, Sessions, WaitsFor
 from .http1 import (
     MAX_BODY_BYTES,
@@ -34,6 +37,7 @@ from .http1 import (
     ResponseHead,
     header,
 )
+from .http2 import Http2Connection, looks_http2, looks_http2_server
 from .sse import SseParser
 from .tcp import AfterFin, Closed, Conflict, Delivered, Lost, Reset, TcpConnection, TcpEvent, WindowZero
 
@@ -65,6 +69,8 @@ class Conn:
     tcp: TcpConnection
     kind: ConnKind = ConnKind.UNKNOWN
     http: Http1Connection = field(default_factory=Http1Connection)
+    h2: Http2Connection | None = None
+    """Set when the client started with the HTTP/2 preface: `http` is then unused."""
     exchanges: dict[int, Exchange] = field(default_factory=dict)
     """Exchanges whose response is not finished, by number."""
     last: Exchange | None = None
@@ -81,16 +87,26 @@ class Conn:
         self.reported.add((name, from_client))
         return True
 
+    def open_numbers(self) -> list[int]:
+        """Exchanges whose response has not ended, oldest first."""
+        return self.h2.open_exchanges() if self.h2 is not None else self.http.open_exchanges()
+
     def current(self) -> Exchange | None:
         """The exchange whose response is being sent (the oldest one not finished)."""
-        for n in self.http.open_exchanges():
+        for n in self.open_numbers():
             if n in self.exchanges:
                 return self.exchanges[n]
         return None
 
 
 def looks_http(data: bytes, server_port: int, http_ports: tuple[int, ...]) -> bool:
-    return data.startswith(METHODS) or server_port in http_ports
+    """The client's first bytes are an HTTP/1.1 request or the HTTP/2 preface (or the port is forced)."""
+    return data.startswith(METHODS) or looks_http2(data) or server_port in http_ports
+
+
+def looks_http_server(data: bytes, server_port: int, http_ports: tuple[int, ...]) -> bool:
+    """The server spoke first: only an HTTP/2 server preface (or a forced port) says HTTP."""
+    return looks_http2_server(data) or server_port in http_ports
 
 
 class HttpCapture:
@@ -99,6 +115,7 @@ class HttpCapture:
     def __init__(self, sessions: Sessions) -> None:
         self.sessions = sessions
         self.bodies = Bodies(sessions)
+        self.h2 = Http2Capture(self)
 
     # -- TCP ---------------------------------------------------------------------------------------
 
@@ -126,22 +143,27 @@ class HttpCapture:
             return
         if conn.reset:
             if not from_client and conn.last is not None:
-                self._server_bytes(conn.last, len(data), "after the connection was reset")
+                self.server_bytes(conn.last, len(data), "after the connection was reset")
+            return
+        if conn.h2 is None and conn.http.exchanges == 0 and (looks_http2 if from_client else looks_http2_server)(data):
+            conn.h2 = Http2Connection()
+        if conn.h2 is not None:
+            self.h2.bytes(conn, from_client, data)
             return
         if from_client:
-            self._http(conn, conn.http.feed_client(data))
+            self.http_events(conn, conn.http.feed_client(data))
             return
         ex = conn.current()
         if ex is not None and ex.client_closed:
             only_end = data.strip() == b"0"  # just the chunked terminator: no event
             why = "after the client closed the exchange" + (" (only the end of the chunked body)" if only_end else "")
-            self._server_bytes(ex, len(data), why)
-        self._http(conn, conn.http.feed_server(data))
+            self.server_bytes(ex, len(data), why)
+        self.http_events(conn, conn.http.feed_server(data))
 
     def finish(self, conn: Conn) -> None:
         """The capture ended: what is still open on the connection ends with the recording."""
         self.tcp(conn, conn.tcp.finish())
-        for n in conn.http.open_exchanges():
+        for n in conn.open_numbers():
             ex = conn.exchanges.get(n)
             if ex is None:
                 continue
@@ -150,8 +172,12 @@ class HttpCapture:
             self.sessions.transport(ex, TransportKind.RECORDING_ENDED, "the capture ended before the response finished")
 
     def _window_zero(self, conn: Conn) -> None:
-        ex = conn.current()
-        if ex is not None:
+        """The client stopped reading the connection: on HTTP/2 that stalls every stream being answered."""
+        if conn.h2 is not None:
+            stalled = [ex for n in conn.open_numbers() if (ex := conn.exchanges.get(n)) and ex.status]
+        else:
+            stalled = [ex] if (ex := conn.current()) is not None else []
+        for ex in stalled:
             self.sessions.transport(
                 ex,
                 TransportKind.RECEIVE_WINDOW_ZERO,
@@ -175,15 +201,18 @@ class HttpCapture:
             conn.http.server_broken = True
 
     def _fin(self, conn: Conn, from_client: bool, at: tuple[int, float]) -> None:
+        if conn.h2 is not None:
+            self.h2.fin(conn, from_client, at)
+            return
         if from_client:
-            self._http(conn, conn.http.close_client())
+            self.http_events(conn, conn.http.close_client())
             ex = conn.current()
             if ex is not None:
-                self.sessions.transport(ex, TransportKind.CLOSED_BY_CLIENT, "client FIN " + _progress(ex), at=at)
+                self.sessions.transport(ex, TransportKind.CLOSED_BY_CLIENT, "client FIN " + ex.stage(), at=at)
             for open_ex in conn.exchanges.values():
                 open_ex.client_closed = True
         else:
-            self._http(conn, conn.http.close_server())
+            self.http_events(conn, conn.http.close_server())
             ex = conn.current()
             if ex is not None and not ex.status:
                 self.sessions.transport(ex, TransportKind.CLOSED_BY_SERVER, "server FIN before any response", at=at)
@@ -192,13 +221,16 @@ class HttpCapture:
                 self.bodies.partial(open_ex)
 
     def _rst(self, conn: Conn, from_client: bool) -> None:
+        if conn.h2 is not None:
+            self.h2.rst(conn, from_client)
+            return
         conn.reset = True
         ex = conn.current()
         conn.last = ex
         if ex is None:
             return
         kind = TransportKind.RESET_BY_CLIENT if from_client else TransportKind.RESET_BY_SERVER
-        self.sessions.transport(ex, kind, "TCP RST " + _progress(ex))
+        self.sessions.transport(ex, kind, "TCP RST " + ex.stage())
         for open_ex in list(conn.exchanges.values()):
             self.bodies.partial(open_ex)
             self.bodies.cut_body(open_ex, "the connection was reset")
@@ -233,7 +265,8 @@ class HttpCapture:
             "they are not read (a FIN ends the sender's byte stream)",
         )
 
-    def _server_bytes(self, ex: Exchange, size: int, why: str) -> None:
+    def server_bytes(self, ex: Exchange, size: int, why: str) -> None:
+        """SERVER_BYTES for the exchange, once per frame."""
         frame = self.sessions.frame
         if ex.last_server_bytes_frame == frame:
             return
@@ -242,7 +275,7 @@ class HttpCapture:
 
     # -- HTTP --------------------------------------------------------------------------------------
 
-    def _http(self, conn: Conn, events: list[HttpEvent]) -> None:
+    def http_events(self, conn: Conn, events: list[HttpEvent]) -> None:
         for event in events:
             if isinstance(event, ParseError):
                 ex = conn.exchanges.get(event.exchange) if event.exchange is not None else None
@@ -275,6 +308,7 @@ class HttpCapture:
             revision=header(event.headers, "mcp-protocol-version"),
             client=conn.tcp.client,
             server=conn.tcp.server,
+            http2=event.http_version == "2",
         )
         conn.exchanges[event.exchange] = ex
         conn.last = ex
@@ -358,11 +392,3 @@ class HttpCapture:
                 # keep-alive: a request's stream ends with its own response, not at the connection's close
                 self.sessions.transport(ex, TransportKind.CLOSED_BY_SERVER, "end of the response body")
 
-
-def _progress(ex: Exchange) -> str:
-    """Where the exchange stood when a connection closed: for details that people read."""
-    if not ex.status:
-        return "before any response"
-    if ex.answered:
-        return "after the JSON-RPC response, before the HTTP body ended"
-    return "before the response finished"

@@ -86,12 +86,22 @@ class Exchange:
     """A JSON-RPC response to this exchange's request went by (the HTTP body may still be open)."""
     request_unread: bool = False
     """The request body was too large to read: its replies cannot be matched and are not judged."""
+    http2: bool = False
+    """An HTTP/2 stream (`number` is its stream id)."""
     id: str = field(init=False)
-    """The exchange as events name it (`MessageEvent.stream`): `tcp{stream}/{number}`; kept, not
-    recomputed, since every message event carries it."""
+    """The exchange as events name it (`MessageEvent.stream`): `tcp{stream}/{number}`, or
+    `tcp{stream}/h2s{stream id}` on HTTP/2; kept, not recomputed, since every message event carries it."""
 
     def __post_init__(self) -> None:
-        self.id = f"tcp{self.stream}/{self.number}"
+        self.id = f"tcp{self.stream}/h2s{self.number}" if self.http2 else f"tcp{self.stream}/{self.number}"
+
+    def stage(self) -> str:
+        """Where the exchange stood when its connection or stream closed: for details that people read."""
+        if not self.status:
+            return "before any response"
+        if self.answered:
+            return "after the JSON-RPC response, before the HTTP body ended"
+        return "before the response finished"
 
 
 class Sessions:

@@ -194,7 +194,8 @@ class Http1Connection:
             if isinstance(event, h11.Request) and not event.http_version.startswith(b"1."):
                 self.client_broken = True
                 version = _text(event.http_version)
-                out.append(ParseError(True, f"HTTP/{version} is not HTTP/1.x (HTTP/2 is not read)"))
+                why = "HTTP/2 is read only on a connection that starts with its preface"
+                out.append(ParseError(True, f"HTTP/{version} is not HTTP/1.x ({why})"))
                 return
             if isinstance(event, h11.Request):
                 self._request_head(event, out)

@@ -31,7 +31,7 @@ from typing import Any
 from ..errors import InputError, ToolMissingError
 from ..model import Event, Vantage
 from .base import InputSource, ReadOptions
-from .capture_http import Conn, ConnKind, HttpCapture, looks_http
+from .capture_http import Conn, ConnKind, HttpCapture, looks_http, looks_http_server
 from .capture_sessions import Sessions
 from .tcp import SYN, TcpConnection, client_by_handshake
 from .tshark_fields import INSTALL_HINT, Frame, parse_line, tshark_command, tshark_version
@@ -195,7 +195,7 @@ class _Run:
             conn.kind = ConnKind.TLS
             conn.tcp.reassemble = False  # tshark decrypts and reassembles TLS itself
             self.encrypted.add(conn.stream)
-        elif looks_http(f.payload, server_port, http_ports) if from_client else server_port in http_ports:
+        elif (looks_http if from_client else looks_http_server)(f.payload, server_port, http_ports):
             conn.kind = ConnKind.HTTP
             conn.tcp.reassemble = True
             self.http_conns += 1
@@ -207,10 +207,12 @@ class _Run:
         if conn.kind is not ConnKind.TLS and conn.kind is not ConnKind.TLS_HTTP:
             return
         self.encrypted.discard(conn.stream)
-        if conn.kind is ConnKind.TLS and from_client:
-            http = looks_http(chunk, dport, self.options.http_ports)
-            conn.kind = ConnKind.TLS_HTTP if http else ConnKind.TLS_OTHER
-            self.http_conns += http
+        if conn.kind is ConnKind.TLS:
+            server_port, ports = conn.tcp.server[1], self.options.http_ports
+            http = (looks_http if from_client else looks_http_server)(chunk, server_port, ports)
+            if http or from_client:  # server bytes first decide only when they are an HTTP/2 preface
+                conn.kind = ConnKind.TLS_HTTP if http else ConnKind.TLS_OTHER
+                self.http_conns += http
         if conn.kind is ConnKind.TLS_HTTP:
             self.http.bytes(conn, from_client, chunk)
 
@@ -252,8 +254,8 @@ class _Run:
             return f"{self.frames} frames; the only candidates were TLS connections that were not decrypted"
         if self.http_conns == 0:
             return (
-                f"{self.frames} frames but no HTTP/1.1 connection (sniffed by request line; "
-                "force ports with --http-port)"
+                f"{self.frames} frames but no HTTP connection (sniffed by an HTTP/1.1 request line or the "
+                "HTTP/2 preface; force ports with --http-port)"
             )
         return f"{self.http_conns} HTTP connections but no JSON-RPC message in them"
 

@@ -19,7 +19,11 @@ Flows:
   legacy-sse            legacy HTTP+SSE transport (mcp.client.sse.sse_client), handshake era;
                         tools/list; slow_write cancelled after 3 progress; stay 1.5 s; exit.
 
-Usage: http_sdk_client.py FLOW URL [--cafile CERT] [--keylog FILE]
+HTTP/2: ``--http2`` gives the SDK an httpx2 client with ``http2=True`` (over TLS the version is chosen
+by ALPN); with an ``http://`` URL it is ``http1=False, http2=True``, i.e. HTTP/2 with prior knowledge
+(h2c). The SDK's own code is unchanged: only the ``http_client`` it is handed differs.
+
+Usage: http_sdk_client.py FLOW URL [--cafile CERT] [--keylog FILE] [--http2]
 """
 
 from __future__ import annotations
@@ -79,12 +83,12 @@ async def message_handler(message: Any) -> None:
     note(f"message_handler got: {type(message).__name__}")
 
 
-async def run(flow: str, url: str, cafile: str | None, keylog: str | None) -> None:
+async def run(flow: str, url: str, cafile: str | None, keylog: str | None, http2: bool) -> None:
     with anyio.fail_after(30):  # bound every run in time
-        await _run(flow, url, cafile, keylog)
+        await _run(flow, url, cafile, keylog, http2)
 
 
-async def _run(flow: str, url: str, cafile: str | None, keylog: str | None) -> None:
+async def _run(flow: str, url: str, cafile: str | None, keylog: str | None, http2: bool = False) -> None:
     if flow == "legacy-sse":
         async with Client(sse_client(url), mode="legacy", message_handler=message_handler) as client:
             note(f"negotiated {client.protocol_version}")
@@ -95,12 +99,15 @@ async def _run(flow: str, url: str, cafile: str | None, keylog: str | None) -> N
 
     mode = "2026-07-28" if flow in ("cancel-close-stream", "cancel-after-delay-2026-07-28") else "legacy"
     async with contextlib.AsyncExitStack() as stack:
-        if cafile:
-            ctx = ssl.create_default_context(cafile=cafile)
-            if keylog:
-                ctx.keylog_filename = keylog  # NSS key log format, what SSLKEYLOGFILE produces
+        if cafile or http2:
+            versions = {"http1": not url.startswith("http:"), "http2": True} if http2 else {}
+            ctx: ssl.SSLContext | bool = True
+            if cafile:
+                ctx = ssl.create_default_context(cafile=cafile)
+                if keylog:
+                    ctx.keylog_filename = keylog  # NSS key log format, what SSLKEYLOGFILE produces
             http = await stack.enter_async_context(
-                httpx2.AsyncClient(verify=ctx, timeout=httpx2.Timeout(30.0, read=300.0))
+                httpx2.AsyncClient(verify=ctx, timeout=httpx2.Timeout(30.0, read=300.0), **versions)
             )
             transport: Any = streamable_http_client(url, http_client=http)
         else:
@@ -134,8 +141,9 @@ def main() -> int:
     ap.add_argument("url")
     ap.add_argument("--cafile")
     ap.add_argument("--keylog")
+    ap.add_argument("--http2", action="store_true")
     args = ap.parse_args()
-    anyio.run(run, args.flow, args.url, args.cafile, args.keylog)
+    anyio.run(run, args.flow, args.url, args.cafile, args.keylog, args.http2)
     note("done")
     return 0
 

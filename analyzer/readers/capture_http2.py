@@ -1,0 +1,155 @@
+"""MCP over HTTP/2 on one TCP connection of a capture: what the HTTP/2 events (`http2`) and the TCP
+events of the connection mean as MCP transport events, per exchange (`tcp{stream}/h2s{stream id}`).
+
+The same transport kinds as on HTTP/1.1 (`capture_http`), so every rule reads both alike:
+
+* RESET_BY_CLIENT: the client's RST_STREAM on a stream whose response is open (the 2026-07-28 cancel
+  by closing the request's stream), or a TCP RST from the client;
+* RESET_BY_SERVER: the server's RST_STREAM while the response is open, or its TCP RST;
+* CLOSED_BY_CLIENT: the client's GOAWAY with an error code, or its FIN, while the response is open
+  (a GOAWAY with NO_ERROR lets open streams finish: it is no close by itself);
+* CLOSED_BY_SERVER: an SSE response ends (END_STREAM), the server's FIN cuts a response, or its
+  GOAWAY says a stream above its last stream id was never processed;
+* RECEIVE_WINDOW_ZERO: the server used up the flow-control window the client granted for a stream
+  (or the connection) while the response is open: the client stopped reading (once per episode);
+* SERVER_BYTES: a DATA frame from the server on a stream the client reset or closed (once per frame).
+
+Unlike HTTP/1.1, a client reset does not end the exchange: the server's frames after it are read
+(they are the "written after the close" evidence, and may carry a late reply).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..model import TransportKind
+from .capture_sessions import Exchange
+from .http1 import HttpEvent, ParseError, ResponseData
+from .http2 import GoAway, H2Event, StreamReset, WindowExhausted
+
+if TYPE_CHECKING:
+    from .capture_http import Conn, HttpCapture
+
+
+class Http2Capture:
+    """The HTTP/2 side of the connections of one capture (the HTTP/1.1 machinery does the rest)."""
+
+    def __init__(self, http: HttpCapture) -> None:
+        self.http = http
+        self.sessions = http.sessions
+
+    def bytes(self, conn: Conn, from_client: bool, data: bytes) -> None:
+        h2 = conn.h2
+        if h2 is None:
+            return
+        self._events(conn, h2.feed_client(data) if from_client else h2.feed_server(data))
+
+    def fin(self, conn: Conn, from_client: bool, at: tuple[int, float]) -> None:
+        """A FIN: the client leaving closes every open stream; the server's cuts them."""
+        for ex in self._open(conn):
+            if from_client:
+                if not ex.client_closed:
+                    self.sessions.transport(ex, TransportKind.CLOSED_BY_CLIENT, "client FIN " + ex.stage(), at=at)
+                ex.client_closed = True
+            else:
+                detail = "server FIN " + ex.stage()
+                self._cut(conn, ex, TransportKind.CLOSED_BY_SERVER, detail, "the server closed the connection", at)
+
+    def rst(self, conn: Conn, from_client: bool) -> None:
+        """A TCP RST ends the connection: every open stream is reset by that side."""
+        conn.reset = True
+        kind = TransportKind.RESET_BY_CLIENT if from_client else TransportKind.RESET_BY_SERVER
+        for ex in self._open(conn):
+            conn.last = ex
+            self._cut(conn, ex, kind, "TCP RST " + ex.stage(), "the connection was reset", None)
+
+    # -- HTTP/2 events -----------------------------------------------------------------------------
+
+    def _events(self, conn: Conn, events: list[H2Event]) -> None:
+        common: list[HttpEvent] = []
+        for event in events:
+            if isinstance(event, ParseError):
+                self._protocol_error(conn, event)
+            elif isinstance(event, StreamReset):
+                self._flush(conn, common)
+                self._reset(conn, event)
+            elif isinstance(event, GoAway):
+                self._flush(conn, common)
+                self._goaway(conn, event)
+            elif isinstance(event, WindowExhausted):
+                self._flush(conn, common)
+                self._stalled(conn, event)
+            else:
+                if isinstance(event, ResponseData):
+                    ex = conn.exchanges.get(event.exchange)
+                    if ex is not None and ex.client_closed:
+                        self.http.server_bytes(ex, len(event.data), "on the stream after the client closed it")
+                common.append(event)
+        self._flush(conn, common)
+
+    def _flush(self, conn: Conn, common: list[HttpEvent]) -> None:
+        """Heads, bodies and ends go through the HTTP/1.1 path, in order."""
+        if common:
+            self.http.http_events(conn, common)
+            common.clear()
+
+    def _protocol_error(self, conn: Conn, event: ParseError) -> None:
+        ex = conn.exchanges.get(event.exchange) if event.exchange is not None else None
+        side = "client→server" if event.from_client else "server→client"
+        self.sessions.anomaly(
+            ex.key if ex else None,
+            "http2.protocol-error",
+            f"tcp stream {conn.stream}: {side} HTTP/2 is not valid at frame {self.sessions.frame}: {event.detail}; "
+            "that direction is not read further",
+        )
+
+    def _reset(self, conn: Conn, event: StreamReset) -> None:
+        ex = conn.exchanges.get(event.exchange)
+        if ex is None:
+            return
+        what = f"HTTP/2 RST_STREAM ({event.code}) on stream {event.exchange} " + ex.stage()
+        if event.from_client:
+            if not ex.client_closed:
+                self.sessions.transport(ex, TransportKind.RESET_BY_CLIENT, what)
+            ex.client_closed = True
+        else:
+            self._cut(conn, ex, TransportKind.RESET_BY_SERVER, what, "the server reset the stream", None)
+
+    def _goaway(self, conn: Conn, event: GoAway) -> None:
+        for ex in self._open(conn):
+            if event.from_client and event.code != "NO_ERROR" and not ex.client_closed:
+                detail = f"HTTP/2 GOAWAY ({event.code}) from the client " + ex.stage()
+                self.sessions.transport(ex, TransportKind.CLOSED_BY_CLIENT, detail)
+                ex.client_closed = True
+            elif not event.from_client and ex.number > event.last_stream:
+                detail = f"HTTP/2 GOAWAY ({event.code}): the server never processed stream {ex.number}"
+                how = "the server's GOAWAY dropped the stream"
+                self._cut(conn, ex, TransportKind.CLOSED_BY_SERVER, detail, how, None)
+
+    def _stalled(self, conn: Conn, event: WindowExhausted) -> None:
+        ex = conn.exchanges.get(event.exchange)
+        if ex is None or ex.client_closed:
+            return
+        self.sessions.transport(
+            ex,
+            TransportKind.RECEIVE_WINDOW_ZERO,
+            f"the client granted no more HTTP/2 window (stream {event.exchange}: {event.stream_window}, "
+            f"connection: {event.connection_window} bytes) while the response is open (it stopped reading)",
+        )
+
+    def _cut(
+        self, conn: Conn, ex: Exchange, kind: TransportKind, detail: str, how: str, at: tuple[int, float] | None
+    ) -> None:
+        """The stream ends without its response: said (unless the client had closed it already), and
+        what its body held so far is judged."""
+        conn.exchanges.pop(ex.number, None)
+        self.sessions.resolve(ex, None)
+        if not ex.client_closed:
+            self.sessions.transport(ex, kind, detail, at=at)
+        self.http.bodies.partial(ex)
+        self.http.bodies.cut_body(ex, how)
+        ex.client_closed = True
+
+    @staticmethod
+    def _open(conn: Conn) -> list[Exchange]:
+        return [ex for ex in (conn.exchanges.get(n) for n in conn.open_numbers()) if ex is not None]

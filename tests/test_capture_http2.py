@@ -1,0 +1,158 @@
+"""HTTP/2 streams as MCP transport facts (`readers/capture_http2.py`), without tshark: real h2 endpoints
+write the bytes, the capture's HTTP layer reads them as the pcap reader would hand them over, and the
+transport events each close, reset, GOAWAY and stall gives are compared whole."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cancelwire.model import Anomaly, MessageEvent, TransportEvent, Vantage
+from cancelwire.readers.capture_http import Conn, ConnKind, HttpCapture
+from cancelwire.readers.capture_sessions import Sessions
+from cancelwire.readers.tcp import Closed, Reset, TcpConnection, WindowZero
+from h2.errors import ErrorCodes
+from hyperframe.frame import DataFrame
+from test_http2 import BODY, Wire
+
+EVENT = (
+    b'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress",'
+    b'"params":{"progressToken":1,"progress":1}}\n\n'
+)
+
+
+class Capture:
+    """One HTTP/2 connection of a capture: what both endpoints write reaches the HTTP layer, frame by frame."""
+
+    def __init__(self) -> None:
+        self.wire = Wire()
+        self.sessions = Sessions("cap.pcapng", Vantage.WIRE)
+        self.http = HttpCapture(self.sessions)
+        self.conn = Conn(0, TcpConnection(("10.0.0.1", 50000), ("10.0.0.2", 443)))
+        self.conn.tcp.reassemble = True
+        self.conn.kind = ConnKind.HTTP
+        self.frame = 0
+        self.deliver()
+
+    def deliver(self) -> None:
+        """Hand over what the endpoints wrote since the last call, as one frame per direction."""
+        wire = self.wire
+        up, down = bytes(wire.up), bytes(wire.down)
+        wire.up.clear()
+        wire.down.clear()
+        for from_client, data in ((True, up), (False, down)):
+            if data:
+                self.frame += 1
+                self.sessions.frame = self.frame
+                self.http.bytes(self.conn, from_client, data)
+
+    def step(self, act: Any) -> None:
+        act(self.wire)
+        self.wire.pump()
+        self.deliver()
+
+    def tcp(self, event: Any) -> None:
+        self.frame += 1
+        self.sessions.frame = self.frame
+        self.http.tcp(self.conn, [event])
+
+    def facts(self) -> list[tuple[Any, ...]]:
+        out: list[tuple[Any, ...]] = []
+        for e in self.sessions.out:
+            if isinstance(e, TransportEvent):
+                out.append((e.origin.frame, e.kind.value, e.stream))
+            elif isinstance(e, MessageEvent):
+                out.append((e.origin.frame, e.message.kind.value, e.stream))
+            elif isinstance(e, Anomaly):
+                out.append((e.origin.frame, e.name, e.detail))
+        return out
+
+
+def _call(wire: Wire) -> None:
+    wire.post(1, BODY)
+    wire.respond(1, EVENT)
+
+
+def test_a_client_goaway_with_an_error_closes_every_open_stream() -> None:
+    cap = Capture()
+    cap.step(_call)
+    cap.step(lambda w: (w.post(3, BODY), w.respond(3, EVENT)))
+    cap.step(lambda w: w.client.close_connection(ErrorCodes.CANCEL))
+    assert [f for f in cap.facts() if f[1] == "closed-by-client"] == [
+        (7, "closed-by-client", "tcp0/h2s1"),
+        (7, "closed-by-client", "tcp0/h2s3"),
+    ]
+
+
+def test_a_client_goaway_without_error_lets_streams_finish() -> None:
+    cap = Capture()
+    cap.step(_call)
+    cap.step(lambda w: w.client.close_connection(ErrorCodes.NO_ERROR))
+    last = DataFrame(1, EVENT)  # the server's h2 no longer sends once it read the GOAWAY: raw frame
+    last.flags.add("END_STREAM")
+    cap.wire.down += last.serialize()
+    cap.deliver()
+    assert cap.facts()[-3:] == [
+        (4, "notification", "tcp0/h2s1"),
+        (6, "notification", "tcp0/h2s1"),
+        (6, "closed-by-server", "tcp0/h2s1"),
+    ]
+
+
+def test_the_servers_goaway_drops_streams_it_never_processed() -> None:
+    cap = Capture()
+    cap.step(lambda w: w.post(1, BODY))
+    cap.step(lambda w: w.post(3, BODY))
+    cap.step(lambda w: w.server.close_connection(ErrorCodes.NO_ERROR, last_stream_id=1))
+    assert cap.facts()[-1] == (5, "closed-by-server", "tcp0/h2s3")
+
+
+def test_a_client_fin_closes_open_streams_once_and_server_bytes_after_it_are_named() -> None:
+    cap = Capture()
+    cap.step(_call)
+    cap.tcp(Closed(True, 4, 0.0))
+    cap.step(lambda w: w.server.send_data(1, EVENT))
+    cap.tcp(Closed(True, 4, 0.0))  # a second FIN event adds nothing
+    assert cap.facts()[-3:] == [
+        (4, "closed-by-client", "tcp0/h2s1"),
+        (6, "server-bytes", "tcp0/h2s1"),
+        (6, "notification", "tcp0/h2s1"),
+    ]
+    assert [f[1] for f in cap.facts()].count("closed-by-client") == 1
+
+
+def test_a_zero_tcp_window_stalls_every_stream_being_answered() -> None:
+    cap = Capture()
+    cap.step(_call)
+    cap.step(lambda w: w.post(3, BODY))  # no response head yet: not being answered
+    cap.step(lambda w: (w.post(5, BODY), w.respond(5, EVENT)))
+    cap.tcp(WindowZero())
+    assert [f for f in cap.facts() if f[1] == "receive-window-zero"] == [
+        (cap.frame, "receive-window-zero", "tcp0/h2s1"),
+        (cap.frame, "receive-window-zero", "tcp0/h2s5"),
+    ]
+
+
+def test_a_tcp_reset_resets_every_open_stream_and_ends_them() -> None:
+    cap = Capture()
+    cap.step(_call)
+    cap.step(lambda w: (w.post(3, BODY), w.respond(3, EVENT)))
+    cap.tcp(Reset(True))
+    assert [f for f in cap.facts() if f[1] == "reset-by-client"] == [
+        (cap.frame, "reset-by-client", "tcp0/h2s1"),
+        (cap.frame, "reset-by-client", "tcp0/h2s3"),
+    ]
+    assert cap.conn.exchanges == {}
+
+
+def test_a_protocol_error_is_an_anomaly_naming_frame_and_stream() -> None:
+    cap = Capture()
+    cap.step(lambda w: w.post(1, BODY))
+    cap.frame += 1
+    cap.sessions.frame = cap.frame
+    cap.http.bytes(cap.conn, False, b"\x00\x00\x03\x01\x04\x00\x00\x00\x01\xff\xff\x0f")
+    assert cap.facts()[-1] == (
+        cap.frame,
+        "http2.protocol-error",
+        f"tcp stream 0: server→client HTTP/2 is not valid at frame {cap.frame}: HeadersFrame on stream 1: "
+        "ProtocolError: Error decoding header block: Invalid table index 2174; that direction is not read further",
+    )
