@@ -74,6 +74,7 @@ def test_sdk_client_over_h2c_abandons_the_call_without_a_reset() -> None:
     assert _findings(report) == []
     assert _cancels(report) == []
     assert _transport("sdk-h2c-cancel-close-stream") == [
+        (18, "closed-by-server", "tcp0/h2s1"),  # the end of tools/list's JSON reply ends its stream
         (23, "stream-opened", "tcp0/h2s3"),
         (46, "closed-by-server", "tcp0/h2s3"),
     ]
