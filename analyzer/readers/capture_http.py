@@ -391,4 +391,3 @@ class HttpCapture:
             if ex.request_id is not None and ex.status != 202:  # 202: the reply comes on another stream
                 # keep-alive: a request's stream ends with its own response, not at the connection's close
                 self.sessions.transport(ex, TransportKind.CLOSED_BY_SERVER, "end of the response body")
-
