@@ -76,19 +76,19 @@ def test_sections_come_verdict_first_and_inventory_last(samples_html: str) -> No
         "how-made",
     ]
     inventory = samples_html.split('<section id="inputs">')[1]
-    assert inventory.startswith("\n<h2>Inputs and sessions</h2>\n<details>\n<summary>37 input(s)")
+    assert inventory.startswith("\n<h2>Inputs and sessions</h2>\n<details>\n<summary>49 input(s)")
 
 
 def test_verdict_names_the_gate_that_decided(samples_html: str) -> None:
     verdict = samples_html.split('<section id="verdict">')[1].split("</section>")[0]
-    assert '<p class="verdict fail">FAIL: 9 new issue(s) at or above the gate (--fail-on error)</p>' in verdict
+    assert '<p class="verdict fail">FAIL: 13 new issue(s) at or above the gate (--fail-on error)</p>' in verdict
     assert re.findall(r"<li>(\d+ × [^<]*)</li>", verdict) == [
-        "2 × CW101 response-after-cancel (error finding)",
-        "2 × CW102 progress-after-cancel (error finding)",
+        "3 × CW101 response-after-cancel (error finding)",
+        "3 × CW102 progress-after-cancel (error finding)",
         "1 × CW104 cancel-of-initialize (error finding)",
         "1 × CW105 cancel-unknown-request (error finding)",
-        "1 × CW201 write-after-disconnect (error finding)",
-        "1 × CW202 stream-left-open-after-abandon (error finding)",
+        "2 × CW201 write-after-disconnect (error finding)",
+        "2 × CW202 stream-left-open-after-abandon (error finding)",
         "1 × CW301 non-json-on-stdio (error finding)",
     ]
 
@@ -109,8 +109,8 @@ def test_verdict_of_an_outcome_gate_and_of_a_pass() -> None:
 def test_findings_are_worst_first_then_by_rule_id(samples_html: str) -> None:
     rows = _page(samples_html).rows
     order = [({"error": 0, "warning": 1, "info": 2}[str(r["data-severity"])], str(r["data-rule"])) for r in rows]
-    assert order == sorted(order) and len(rows) == 20
-    assert [r["data-rule"] for r in rows][:3] == ["CW101", "CW101", "CW102"]
+    assert order == sorted(order) and len(rows) == 26
+    assert [r["data-rule"] for r in rows][:3] == ["CW101", "CW101", "CW101"]
     assert {r["data-outcome"] for r in rows} == {"", "late-result-violation", "outcome-unverified"}
 
 
@@ -119,14 +119,14 @@ def test_every_link_resolves_and_findings_about_calls_link_them(samples_html: st
     assert len(page.ids) == len(set(page.ids))
     assert sorted(set(page.links) - set(page.ids)) == []
     calls = [i for i in page.ids if re.fullmatch(r"call-\d+", i)]
-    assert calls == [f"call-{n}" for n in range(1, 18)]
+    assert calls == [f"call-{n}" for n in range(1, 22)]
     for row in page.rows:
         if row["data-outcome"]:
             assert f"call-{row['data-call']}" in calls
 
 
 def test_the_verifying_read_is_shown(samples_html: str) -> None:
-    call = samples_html.split('<section class="call" id="call-17">')[1].split("</section>")[0]
+    call = samples_html.split('<section class="call" id="call-21">')[1].split("</section>")[0]
     assert (
         '<p class="read">Verifying read: <b>read_ledger</b> answered at '
         '<span class="mono">sample_captures/stdio/sdk-cancel-then-verify-by-read.jsonl:11</span>, '
@@ -137,7 +137,8 @@ def test_the_verifying_read_is_shown(samples_html: str) -> None:
 
 def test_capture_calls_give_frames_and_the_wireshark_filter(samples_html: str) -> None:
     call = samples_html.split('<section class="call" id="call-4">')[1].split("</section>")[0]  # after 3 HAR calls
-    assert "Wireshark display filter for this call: <code>frame.number in {4 6 8 10 12 14 16 18 20}</code>" in call
+    shown = "frame.number in {4, 6, 8, 10, 12, 14, 16, 18, 20}"
+    assert f"Wireshark display filter for this call: <code>{shown}</code>" in call
     assert "<b>client closed the stream</b>" in call and "stream-closed-by-client" not in call
 
 
@@ -194,14 +195,15 @@ def test_overview_charts_are_drawn_from_the_exchange_table(samples_html: str) ->
     ]
     outcomes = overview.split('<figure id="chart-outcomes">')[1].split("</figure>")[0]
     assert re.findall(r"<desc>([^<]*)</desc>", outcomes) == [
-        "late-result-violation: 5 call(s); outcome-unverified: 9 call(s); verified-by-read: 2 call(s); clean: 1 call(s)"
+        "late-result-violation: 7 call(s); outcome-unverified: 11 call(s); verified-by-read: 2 call(s); "
+        "clean: 1 call(s)"
     ]
     findings = overview.split('<figure id="chart-findings">')[1].split("</figure>")[0]
     desc = re.findall(r"<desc>([^<]*)</desc>", findings)[0]
-    assert desc.startswith("CW101 response-after-cancel: 5 finding(s) (2 error, 3 warning); CW102 progress-after")
+    assert desc.startswith("CW101 response-after-cancel: 7 finding(s) (3 error, 4 warning); CW102 progress-after")
     assert desc.endswith("CW907 capture-no-mcp: 1 finding(s) (1 info)")
     latency = overview.split('<figure id="chart-latency">')[1].split("</figure>")[0]
-    assert "tools/list: median " in latency and "14 request(s) without a timed reply are not drawn." in latency
+    assert "tools/list: median " in latency and "16 request(s) without a timed reply are not drawn." in latency
     assert "<svg" not in samples_html.split('<section id="overview">')[0]
 
 
