@@ -76,20 +76,22 @@ def test_sections_come_verdict_first_and_inventory_last(samples_html: str) -> No
         "how-made",
     ]
     inventory = samples_html.split('<section id="inputs">')[1]
-    assert inventory.startswith("\n<h2>Inputs and sessions</h2>\n<details>\n<summary>49 input(s)")
+    assert inventory.startswith("\n<h2>Inputs and sessions</h2>\n<details>\n<summary>62 input(s)")
 
 
 def test_verdict_names_the_gate_that_decided(samples_html: str) -> None:
     verdict = samples_html.split('<section id="verdict">')[1].split("</section>")[0]
-    assert '<p class="verdict fail">FAIL: 13 new issue(s) at or above the gate (--fail-on error)</p>' in verdict
+    assert '<p class="verdict fail">FAIL: 20 new issue(s) at or above the gate (--fail-on error)</p>' in verdict
     assert re.findall(r"<li>(\d+ × [^<]*)</li>", verdict) == [
-        "3 × CW101 response-after-cancel (error finding)",
-        "3 × CW102 progress-after-cancel (error finding)",
+        "5 × CW101 response-after-cancel (error finding)",
+        "6 × CW102 progress-after-cancel (error finding)",
         "1 × CW104 cancel-of-initialize (error finding)",
         "1 × CW105 cancel-unknown-request (error finding)",
         "2 × CW201 write-after-disconnect (error finding)",
         "2 × CW202 stream-left-open-after-abandon (error finding)",
         "1 × CW301 non-json-on-stdio (error finding)",
+        "1 × CW305 response-to-unknown-id (error finding)",
+        "1 × CW307 progress-after-completion (error finding)",
     ]
 
 
@@ -109,9 +111,9 @@ def test_verdict_of_an_outcome_gate_and_of_a_pass() -> None:
 def test_findings_are_worst_first_then_by_rule_id(samples_html: str) -> None:
     rows = _page(samples_html).rows
     order = [({"error": 0, "warning": 1, "info": 2}[str(r["data-severity"])], str(r["data-rule"])) for r in rows]
-    assert order == sorted(order) and len(rows) == 26
+    assert order == sorted(order) and len(rows) == 56
     assert [r["data-rule"] for r in rows][:3] == ["CW101", "CW101", "CW101"]
-    assert {r["data-outcome"] for r in rows} == {"", "late-result-violation", "outcome-unverified"}
+    assert {r["data-outcome"] for r in rows} == {"", "late-result-violation", "outcome-unverified", "verified-by-read"}
 
 
 def test_every_link_resolves_and_findings_about_calls_link_them(samples_html: str) -> None:
@@ -119,14 +121,14 @@ def test_every_link_resolves_and_findings_about_calls_link_them(samples_html: st
     assert len(page.ids) == len(set(page.ids))
     assert sorted(set(page.links) - set(page.ids)) == []
     calls = [i for i in page.ids if re.fullmatch(r"call-\d+", i)]
-    assert calls == [f"call-{n}" for n in range(1, 22)]
+    assert calls == [f"call-{n}" for n in range(1, 30)]
     for row in page.rows:
         if row["data-outcome"]:
             assert f"call-{row['data-call']}" in calls
 
 
 def test_the_verifying_read_is_shown(samples_html: str) -> None:
-    call = samples_html.split('<section class="call" id="call-21">')[1].split("</section>")[0]
+    call = samples_html.split('<section class="call" id="call-29">')[1].split("</section>")[0]
     assert (
         '<p class="read">Verifying read: <b>read_ledger</b> answered at '
         '<span class="mono">sample_captures/stdio/sdk-cancel-then-verify-by-read.jsonl:11</span>, '
@@ -195,15 +197,15 @@ def test_overview_charts_are_drawn_from_the_exchange_table(samples_html: str) ->
     ]
     outcomes = overview.split('<figure id="chart-outcomes">')[1].split("</figure>")[0]
     assert re.findall(r"<desc>([^<]*)</desc>", outcomes) == [
-        "late-result-violation: 7 call(s); outcome-unverified: 11 call(s); verified-by-read: 2 call(s); "
+        "late-result-violation: 11 call(s); outcome-unverified: 12 call(s); verified-by-read: 5 call(s); "
         "clean: 1 call(s)"
     ]
     findings = overview.split('<figure id="chart-findings">')[1].split("</figure>")[0]
     desc = re.findall(r"<desc>([^<]*)</desc>", findings)[0]
-    assert desc.startswith("CW101 response-after-cancel: 7 finding(s) (3 error, 4 warning); CW102 progress-after")
-    assert desc.endswith("CW907 capture-no-mcp: 1 finding(s) (1 info)")
+    assert desc.startswith("CW101 response-after-cancel: 11 finding(s) (5 error, 6 warning); CW102 progress-after")
+    assert desc.endswith("CW506 same-session-in-two-inputs: 15 finding(s) (15 info)")
     latency = overview.split('<figure id="chart-latency">')[1].split("</figure>")[0]
-    assert "tools/list: median " in latency and "16 request(s) without a timed reply are not drawn." in latency
+    assert "tools/list: median " in latency and "25 request(s) without a timed reply are not drawn." in latency
     assert "<svg" not in samples_html.split('<section id="overview">')[0]
 
 

@@ -80,9 +80,9 @@ def test_whole_sample_folder_validates_and_unreadable_inputs_are_notifications(t
     assert invocation["toolExecutionNotifications"] == [
         {"level": "error", "message": {"text": "nope.jsonl: not analysed: nope.jsonl: no such file or directory"}}
     ]
-    # 45 findings (13 of them CW506 hints: sample_captures/merge and the HTTP server logs record sessions
-    # twice) and 10 unverified cancels (the gate)
-    assert len(log["runs"][0]["results"]) == 55
+    # findings (CW506 hints among them: sample_captures/merge and the HTTP and HTTP/2 server logs record
+    # sessions twice) and unverified cancels (the gate), HTTP/2 samples included
+    assert len(log["runs"][0]["results"]) == 68
 
 
 @pytest.mark.parametrize(
