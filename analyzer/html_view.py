@@ -178,12 +178,23 @@ def worst(findings: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return [f for f in first if f["severity"] == first[0]["severity"]] if first else []
 
 
+def worst_call(findings: Iterable[dict[str, Any]], calls: Calls) -> dict[str, Any] | None:
+    """The drawn cancelled call of the worst finding about one, for the first screen."""
+    for finding in findings:
+        call = calls.call_of(finding)
+        if call is not None and call["drawn"]:
+            return call
+    return None
+
+
 def write(report: dict[str, Any], triage: Triage, out: TextIO) -> None:
     calls = Calls.of(report["cancellations"])
+    worst_findings = worst(report["findings"])
     page = {
         "verdict": verdict(triage),
         "calls": calls,
-        "worst": worst(report["findings"]),
+        "worst": worst_findings,
+        "worst_call": worst_call(worst_findings, calls),
         "charts": overview.charts_of(triage.result, report["summary"]["by_outcome"]),
         "outcome_help": OUTCOME_HELP,
         "kind_words": KIND_WORDS,

@@ -302,6 +302,14 @@ def test_verdict_comes_first_on_the_first_screen(
         worst,
     )
     assert seen is True
+    # ... and so is its call's sequence diagram: the request and the cancel at least, in view
+    diagram = chromium.js(
+        """const svg = document.querySelector("#verdict .worst-call svg.sequence");
+        if (!svg) return null;
+        const visible = (g) => g.getBoundingClientRect().bottom <= window.innerHeight && g.checkVisibility();
+        return [...svg.querySelectorAll("g.msg")].filter(visible).map((g) => g.dataset.kind).slice(0, 4)"""
+    )
+    assert diagram is not None and diagram[0] == "request" and "close" in diagram, diagram
     assert chromium.problems() == []
 
 

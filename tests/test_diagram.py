@@ -224,8 +224,9 @@ def test_hostile_text_is_inert_and_escaped_everywhere() -> None:
 def test_the_html_report_draws_every_cancelled_call_it_shows() -> None:
     sample = str(ROOT / "sample_captures/stdio/handwritten-server-late-result-after-cancel.jsonl")
     page = render(audit([sample]), "html")
-    assert page.count('<svg class="sequence"') == 1
-    assert page.count('class="msg"') == 6 and page.count('class="race-window"') == 1
+    # twice: in its call's section, and on the first screen as the worst finding's call
+    assert page.count('<svg class="sequence"') == 2
+    assert page.count('class="msg"') == 12 and page.count('class="race-window"') == 2
 
 
 def test_drawing_a_thousand_calls_stays_cheap() -> None:

@@ -79,6 +79,18 @@ def test_sections_come_verdict_first_and_inventory_last(samples_html: str) -> No
     assert inventory.startswith("\n<h2>Inputs and sessions</h2>\n<details>\n<summary>62 input(s)")
 
 
+def test_the_first_screen_draws_the_call_of_the_worst_finding(samples_html: str) -> None:
+    verdict = samples_html.split('<section id="verdict">')[1].split("</section>")[0]
+    worst = verdict.split('<div class="worst-call">')[1]
+    assert worst.startswith(
+        '\n<h2 id="worst-call">Worst cancelled call: <a href="#call-1">cancelled call 1</a></h2>\n'
+        '<p class="sub">tools/call slow_write · id 1 · late-result-violation (exact)</p>\n'
+    )
+    assert worst.count('<svg class="sequence"') == 1
+    first_listed = verdict.split('<ol class="worst">')[1].split("</li>")[0]
+    assert '(<a href="#call-1">cancelled call 1</a>)' in first_listed
+
+
 def test_verdict_names_the_gate_that_decided(samples_html: str) -> None:
     verdict = samples_html.split('<section id="verdict">')[1].split("</section>")[0]
     assert '<p class="verdict fail">FAIL: 20 new issue(s) at or above the gate (--fail-on error)</p>' in verdict
@@ -206,7 +218,8 @@ def test_overview_charts_are_drawn_from_the_exchange_table(samples_html: str) ->
     assert desc.endswith("CW506 same-session-in-two-inputs: 15 finding(s) (15 info)")
     latency = overview.split('<figure id="chart-latency">')[1].split("</figure>")[0]
     assert "tools/list: median " in latency and "25 request(s) without a timed reply are not drawn." in latency
-    assert "<svg" not in samples_html.split('<section id="overview">')[0]
+    before = samples_html.split('<section id="overview">')[0]
+    assert '<svg class="chart"' not in before  # the charts are in the overview (the verdict draws one call)
 
 
 def test_charts_escape_labels_and_say_what_they_show() -> None:
