@@ -83,12 +83,12 @@ def test_the_first_screen_draws_the_call_of_the_worst_finding(samples_html: str)
     verdict = samples_html.split('<section id="verdict">')[1].split("</section>")[0]
     worst = verdict.split('<div class="worst-call">')[1]
     assert worst.startswith(
-        '\n<h2 id="worst-call">Worst cancelled call: <a href="#call-1">cancelled call 1</a></h2>\n'
+        '\n<h2 id="worst-call">Worst cancelled call: <a href="#call-4">cancelled call 4</a></h2>\n'
         '<p class="sub">tools/call slow_write · id 1 · late-result-violation (exact)</p>\n'
     )
     assert worst.count('<svg class="sequence"') == 1
     first_listed = verdict.split('<ol class="worst">')[1].split("</li>")[0]
-    assert '(<a href="#call-1">cancelled call 1</a>)' in first_listed
+    assert '(<a href="#call-4">cancelled call 4</a>)' in first_listed
 
 
 def test_verdict_names_the_gate_that_decided(samples_html: str) -> None:
