@@ -25,7 +25,10 @@ import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcp.client.session import ClientSession
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "hostlogs"
 CAPTURE = OUT / "session.capture.jsonl"
@@ -99,7 +102,6 @@ def relay(capture: Path, command: list[str]) -> None:
 
 
 async def client(capture: Path) -> None:
-    import anyio
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -108,23 +110,30 @@ async def client(capture: Path) -> None:
         command=sys.executable, args=[me, "--relay", str(capture), "--", sys.executable, me, "--serve"]
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        await session.list_tools()
-        second_progress = anyio.Event()
+        await cancel_after_second_progress(session)
 
-        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            if progress >= 2:
-                second_progress.set()
 
-        async with anyio.create_task_group() as group:
+async def cancel_after_second_progress(session: "ClientSession") -> None:
+    """The scenario both host-log fixtures record: slow_count cancelled after its second progress."""
+    import anyio
 
-            async def call() -> None:
-                await session.call_tool("slow_count", {"steps": 20}, progress_callback=on_progress)
+    await session.initialize()
+    await session.list_tools()
+    second_progress = anyio.Event()
 
-            group.start_soon(call)
-            await second_progress.wait()
-            group.cancel_scope.cancel()  # the SDK sends notifications/cancelled for the call
-        await anyio.sleep(0.6)  # let late server output (if any) reach the capture
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        if progress >= 2:
+            second_progress.set()
+
+    async with anyio.create_task_group() as group:
+
+        async def call() -> None:
+            await session.call_tool("slow_count", {"steps": 20}, progress_callback=on_progress)
+
+        group.start_soon(call)
+        await second_progress.wait()
+        group.cancel_scope.cancel()  # the SDK sends notifications/cancelled for the call
+    await anyio.sleep(0.6)  # let late server output (if any) reach the recording
 
 
 # --------------------------------------------------------------------------- rendering

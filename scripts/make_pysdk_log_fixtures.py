@@ -55,28 +55,12 @@ def serve(port: int) -> None:
 
 
 async def client(url: str) -> None:
-    import anyio
+    from make_hostlog_fixtures import cancel_after_second_progress
     from mcp.client.session import ClientSession
     from mcp.client.sse import sse_client
 
     async with sse_client(url) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        await session.list_tools()
-        second_progress = anyio.Event()
-
-        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            if progress >= 2:
-                second_progress.set()
-
-        async with anyio.create_task_group() as group:
-
-            async def call() -> None:
-                await session.call_tool("slow_count", {"steps": 20}, progress_callback=on_progress)
-
-            group.start_soon(call)
-            await second_progress.wait()
-            group.cancel_scope.cancel()  # the SDK sends notifications/cancelled for the call
-        await anyio.sleep(0.6)  # let late server output (if any) reach the log
+        await cancel_after_second_progress(session)
 
 
 def record() -> None:
