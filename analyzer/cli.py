@@ -176,7 +176,8 @@ def _audit(args: argparse.Namespace) -> int:
         dataset = DatasetWriter(args.dataset) if args.dataset else None
         rows = _ExchangeRows(reports, dataset)
         with _progress(args) as progress:
-            result = _audit_with_table(args.paths, options, table, Fleet(args.jobs, args.dask, progress), rows.add)
+            wanted = rows.add if rows.wanted else None  # rows cost a pass per exchange (and pandas)
+            result = _audit_with_table(args.paths, options, table, Fleet(args.jobs, args.dask, progress), wanted)
         result = rows.kept_in(result)
         try:
             triage = Triage(
@@ -213,6 +214,10 @@ class _ExchangeRows:
     def __init__(self, reports: list[Output], dataset: DatasetWriter | None) -> None:
         self.dataset = dataset
         self.spool: Spool[dict[str, Any]] | None = Spool() if any(r.format == "html" for r in reports) else None
+
+    @property
+    def wanted(self) -> bool:
+        return self.dataset is not None or self.spool is not None
 
     def add(self, row: dict[str, Any]) -> None:
         if self.dataset is not None:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from . import overview, rendering
+from . import rendering
 from .gates import IssueKind, Triage
 from .policy import DEFAULT_GATES, OUTCOME_HELP
 
@@ -187,6 +187,13 @@ def worst_call(findings: Iterable[dict[str, Any]], calls: Calls) -> dict[str, An
     return None
 
 
+def _charts(triage: Triage, report: dict[str, Any]) -> Any:
+    # imported here: overview needs pandas, 0.7 s of import that only the HTML page should pay
+    from . import overview
+
+    return overview.charts_of(triage.result, report["summary"]["by_outcome"])
+
+
 def write(report: dict[str, Any], triage: Triage, out: TextIO) -> None:
     calls = Calls.of(report["cancellations"])
     worst_findings = worst(report["findings"])
@@ -195,7 +202,7 @@ def write(report: dict[str, Any], triage: Triage, out: TextIO) -> None:
         "calls": calls,
         "worst": worst_findings,
         "worst_call": worst_call(worst_findings, calls),
-        "charts": overview.charts_of(triage.result, report["summary"]["by_outcome"]),
+        "charts": _charts(triage, report),
         "outcome_help": OUTCOME_HELP,
         "kind_words": KIND_WORDS,
         "relation_words": RELATION_WORDS,
