@@ -37,7 +37,7 @@ SAMPLES = sorted(
     p.relative_to(ROOT)
     for p in (ROOT / "sample_captures").rglob("*")
     if p.is_file()
-    and p.suffix in (".jsonl", ".pcapng", ".pcap", ".log", ".gz")
+    and p.suffix in (".jsonl", ".pcapng", ".pcap", ".log", ".gz", ".har")
     and not p.name.endswith((".server.jsonl", ".client.jsonl"))
 )
 
@@ -201,8 +201,26 @@ def test_readme_report_logs_no_error_and_no_csp_violation(chromium: Browser, rea
     assert chromium.js("return performance.getEntriesByType('resource').length") == 0
 
 
+# The page's scroll and client width, and the elements that stick out past the window (for the message).
+WIDTHS = """const width = document.documentElement.clientWidth;
+const out = [...document.querySelectorAll("body *")].filter((el) => el.getBoundingClientRect().right > width + 0.5);
+return [document.documentElement.scrollWidth, width,
+  out.slice(0, 5).map((el) => el.tagName + (el.id ? "#" + el.id : "") + " " + el.getBoundingClientRect().right)];"""
+
+
+def _widths(chromium: Browser, width: int, name: str) -> tuple[int, int, list[str]]:
+    """The page at a window WIDTH pixels wide (800 px high): nothing may scroll sideways."""
+    chromium.viewport(width, 800)
+    try:
+        scroll, client, out = chromium.js(WIDTHS)
+        _shot(chromium, f"{name}-{width}")
+    finally:
+        chromium.viewport(*VIEWPORT)
+    return scroll, client, out
+
+
 @pytest.mark.parametrize("sample", SAMPLES, ids=str)
-def test_each_sample_report_logs_no_error_and_no_csp_violation(
+def test_each_sample_report_logs_no_error_and_fits_800_and_1280_pixels(
     chromium: Browser, sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(ROOT)
@@ -212,6 +230,9 @@ def test_each_sample_report_logs_no_error_and_no_csp_violation(
     problems = chromium.problems()
     _shot(chromium, sample.name)
     assert problems == []
+    # the findings table's fixed columns once added up to 50rem: 17 px of sideways scroll at 800 px
+    assert _widths(chromium, 800, sample.name) == (800, 800, [])
+    assert _widths(chromium, 1280, sample.name) == (1280, 1280, [])
 
 
 # --- hostile text stays text ---------------------------------------------------------------------------
@@ -381,16 +402,12 @@ def test_without_javascript_every_row_shows_and_no_dead_control(chromium: Browse
     assert chromium.problems() == []
 
 
-def test_the_page_fits_its_width(chromium: Browser, readme_report: Path) -> None:
-    """No table row (CW206's once did) pushes the page past a 1024-pixel window: nothing scrolls sideways."""
-    chromium.viewport(1024, 768)
-    try:
-        chromium.open(readme_report)
-        widths = chromium.js("return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
-        _shot(chromium, "sample_captures-1024")
-    finally:
-        chromium.viewport(*VIEWPORT)
-    assert widths == [1024, 1024]
+@pytest.mark.parametrize("width", [800, 1024, 1280])
+def test_the_page_fits_its_width(chromium: Browser, readme_report: Path, width: int) -> None:
+    """No table row (CW206's once did) and no table's fixed columns push the page past the window:
+    nothing scrolls sideways."""
+    chromium.open(readme_report)
+    assert _widths(chromium, width, "sample_captures") == (width, width, [])
 
 
 # --- the sequence diagram of a known cancelled call ---------------------------------------------------
