@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from ..model import TransportKind
 from .capture_sessions import Exchange
 from .http1 import HttpEvent, ParseError, ResponseData
-from .http2 import GoAway, H2Event, StreamReset, WindowExhausted
+from .http2 import Flood, GoAway, H2Event, StreamError, StreamReset, WindowExhausted
 
 if TYPE_CHECKING:
     from .capture_http import Conn, HttpCapture
@@ -68,8 +68,9 @@ class Http2Capture:
     def _events(self, conn: Conn, events: list[H2Event]) -> None:
         common: list[HttpEvent] = []
         for event in events:
-            if isinstance(event, ParseError):
-                self._protocol_error(conn, event)
+            if isinstance(event, ParseError | Flood | StreamError):
+                self._flush(conn, common)
+                self._refused(conn, event)
             elif isinstance(event, StreamReset):
                 self._flush(conn, common)
                 self._reset(conn, event)
@@ -93,15 +94,22 @@ class Http2Capture:
             self.http.http_events(conn, common)
             common.clear()
 
-    def _protocol_error(self, conn: Conn, event: ParseError) -> None:
-        ex = conn.exchanges.get(event.exchange) if event.exchange is not None else None
+    def _refused(self, conn: Conn, event: ParseError | Flood | StreamError) -> None:
+        """A frame that breaks HTTP/2 (that direction stops), a flood (stops too), or a stream error
+        (only that stream's frame is refused, as the receiver would reset it)."""
+        number = event.exchange if not isinstance(event, Flood) else None
+        ex = conn.exchanges.get(number) if number is not None else (conn.current() or conn.last)
         side = "client→server" if event.from_client else "server→client"
-        self.sessions.anomaly(
-            ex.key if ex else None,
-            "http2.protocol-error",
-            f"tcp stream {conn.stream}: {side} HTTP/2 is not valid at frame {self.sessions.frame}: {event.detail}; "
-            "that direction is not read further",
-        )
+        at = f"tcp stream {conn.stream}: {side} HTTP/2"
+        frame = self.sessions.frame
+        if isinstance(event, ParseError):
+            name, detail = "http2.protocol-error", f"{at} is not valid at frame {frame}: {event.detail}"
+        elif isinstance(event, Flood):
+            name, detail = "http2.flood", f"{at} flood at frame {frame}: {event.detail}"
+        else:
+            name, detail = "http2.stream-error", f"{at} stream error at frame {frame}: {event.detail}"
+        stops = "" if isinstance(event, StreamError) else "; that direction is not read further"
+        self.sessions.anomaly(ex.key if ex else None, name, detail + stops)
 
     def _reset(self, conn: Conn, event: StreamReset) -> None:
         ex = conn.exchanges.get(event.exchange)

@@ -42,6 +42,7 @@ from h2.exceptions import FrameTooLargeError, H2Error
 from h2.settings import SettingCodes, Settings
 from hpack import HPACKError
 from hyperframe.exceptions import HyperframeError
+from hyperframe.frame import FRAMES, DataFrame, HeadersFrame, PushPromiseFrame
 
 from .http1 import (
     MAX_BODY_BYTES,
@@ -60,6 +61,11 @@ MAX_HEADER_LIST_BYTES = 64 << 10
 MAX_HEADER_TABLE_BYTES = 64 << 10
 MAX_FRAME_BYTES = 1 << 20
 MAX_OPEN_STREAMS = 1000
+MAX_IDLE_FRAMES = 10_000
+"""Frames that carry no request or response (SETTINGS, PING, PRIORITY, WINDOW_UPDATE, RST_STREAM,
+unknown types, DATA of fewer than `TINY_DATA` bytes) a direction may send beyond twice the connection's
+HEADERS and DATA frames before it is a flood (as nghttp2 and Envoy bound them: CVE-2019-9512..9518)."""
+TINY_DATA = 16
 _MAX_WINDOW = 2**31 - 1
 _DEFAULT_WINDOW = 65535
 _MIRRORED = {
@@ -117,7 +123,25 @@ class WindowExhausted:
     connection_window: int
 
 
-H2Event = HttpEvent | StreamReset | GoAway | WindowExhausted
+@dataclass(frozen=True, slots=True)
+class StreamError:
+    """A frame broke HTTP/2's rules for one stream only (RFC 9113 5.4.2): the receiver resets that stream
+    and the connection goes on (a window past 2^31-1, HEADERS on a closed stream, ...)."""
+
+    exchange: int
+    from_client: bool
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Flood:
+    """A direction sent more frames that carry nothing than any real peer does: not read further."""
+
+    from_client: bool
+    detail: str
+
+
+H2Event = HttpEvent | StreamReset | GoAway | WindowExhausted | StreamError | Flood
 
 
 @dataclass(slots=True)
@@ -171,6 +195,10 @@ class Http2Connection:
         """The client's SETTINGS_INITIAL_WINDOW_SIZE: each new stream's window."""
         self._conn_window = _DEFAULT_WINDOW
         """What the server may still send on the connection."""
+        self._held_body = 0
+        """Request body bytes kept for streams whose request has not ended (all streams: at most
+        `MAX_BODY_BYTES`, so memory does not grow with the number of open streams)."""
+        self._guard = _FloodGuard()
 
     def open_exchanges(self) -> list[int]:
         """Streams whose response has not ended, oldest first."""
@@ -198,22 +226,33 @@ class Http2Connection:
         the frame that caused it."""
         frame: Any = None
         buffer = conn.incoming_buffer
+        guard = self._guard
         try:
             buffer.add_data(data)
             buffer.max_frame_size = conn.max_inbound_frame_size
             for frame in buffer:
+                guard.count(frame, from_client)
                 for event in conn._receive_frame(frame):
-                    self._event(event, from_client, out)
+                    if isinstance(event, h2e.StreamReset) and not event.remote_reset:
+                        why = f"{_named(frame)}: the stream must be reset ({error_name(event.error_code)})"
+                        out.append(StreamError(event.stream_id, from_client, why))
+                    else:
+                        self._event(event, from_client, out)
                 frame = None
                 buffer.max_frame_size = conn.max_inbound_frame_size  # a SETTINGS ACK may change it
             _refuse_oversized(buffer._data, buffer.max_frame_size)
+            _refuse_long_header_block(buffer._headers_buffer)
+        except Flooded as exc:
+            out.append(Flood(from_client, f"{_named(frame)}: {exc}"))
         except _LIBRARY_ERRORS as exc:
-            where = f"{type(frame).__name__} on stream {frame.stream_id}" if frame is not None else "framing"
+            where = _named(frame) if frame is not None else _pending(buffer._data)
             out.append(ParseError(from_client, f"{where}: {_why(exc)}", _stream_of(frame)))
-            return False
+        else:
+            return True
         finally:
             conn.clear_outbound_data_buffer()  # what the mirror would answer goes nowhere
-        return True
+        buffer._data, buffer._headers_buffer = bytearray(), []  # not read further: nothing kept
+        return False
 
     def _event(self, event: h2e.Event, from_client: bool, out: list[H2Event]) -> None:
         if from_client:
@@ -229,11 +268,13 @@ class Http2Connection:
         elif isinstance(event, h2e.DataReceived):
             self._server.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
             stream = self._streams.get(event.stream_id)
-            if stream is not None:
+            if stream is not None and not stream.request_ended:
                 stream.body_size += len(event.data)
-                room = MAX_BODY_BYTES - len(stream.body)
+                room = MAX_BODY_BYTES - max(len(stream.body), self._held_body)
                 if room > 0:
-                    stream.body += event.data[:room]
+                    kept = event.data[:room]
+                    stream.body += kept
+                    self._held_body += len(kept)
         elif isinstance(event, h2e.StreamEnded):
             self._request_end(event.stream_id, out)
         elif isinstance(event, h2e.StreamReset):
@@ -263,7 +304,9 @@ class Http2Connection:
         if stream is None or stream.request_ended:
             return
         stream.request_ended = True
-        out.append(RequestEnd(sid, bytes(stream.body), stream.body_size > MAX_BODY_BYTES, stream.body_size))
+        cut = stream.body_size > len(stream.body)  # past the stream's or the connection's bound
+        out.append(RequestEnd(sid, b"" if cut else bytes(stream.body), cut, stream.body_size))
+        self._held_body -= len(stream.body)
         stream.body = bytearray()
 
     def _granted(self, sid: int, delta: int) -> None:
@@ -304,7 +347,7 @@ class Http2Connection:
         elif isinstance(event, h2e.StreamEnded):
             self._response_end(event.stream_id, out)
         elif isinstance(event, h2e.StreamReset):
-            if self._streams.pop(event.stream_id, None) is not None:
+            if self._forget(event.stream_id):
                 out.append(StreamReset(event.stream_id, False, error_name(event.error_code)))
                 _close(self._server, event.stream_id)
         elif isinstance(event, h2e.RemoteSettingsChanged):
@@ -330,12 +373,20 @@ class Http2Connection:
             out.append(WindowExhausted(sid, stream.window, self._conn_window))
 
     def _response_end(self, sid: int, out: list[H2Event]) -> None:
-        if self._streams.pop(sid, None) is None:
+        if not self._forget(sid):
             return
         out.append(ResponseEnd(sid))
         _close(self._server, sid)  # the server is done with it: its mirror closes it too
 
     # -- shared ------------------------------------------------------------------------------------
+
+    def _forget(self, sid: int) -> bool:
+        """The server is done with the stream: forget it (and any request body it still held)."""
+        stream = self._streams.pop(sid, None)
+        if stream is None:
+            return False
+        self._held_body -= len(stream.body)
+        return True
 
     @staticmethod
     def _mirror_settings(conn: H2Connection, changed: dict[Any, Any]) -> None:
@@ -347,6 +398,77 @@ class Http2Connection:
 
 class LimitExceeded(H2Error):
     """One of our bounds was passed (read as a protocol error of the frame that passed it)."""
+
+
+class Flooded(Exception):
+    """A direction passed `MAX_IDLE_FRAMES` (see `_FloodGuard`)."""
+
+
+_CONTENT = (HeadersFrame, PushPromiseFrame)
+
+
+class _FloodGuard:
+    """Counts, per direction, the frames that carry no request or response; the budget grows with the
+    connection's HEADERS and DATA frames (a client reading a long SSE stream sends two WINDOW_UPDATEs
+    per DATA frame it reads). One type check per frame: the hot path stays cheap."""
+
+    __slots__ = ("content", "idle", "kinds")
+
+    def __init__(self) -> None:
+        self.content = 0
+        self.idle = [0, 0]
+        """Per direction: server→client, client→server."""
+        self.kinds: tuple[dict[str, int], dict[str, int]] = ({}, {})
+
+    def count(self, frame: Any, from_client: bool) -> None:
+        kind = type(frame)
+        if kind is DataFrame:
+            if len(frame.data) >= TINY_DATA or "END_STREAM" in frame.flags:
+                self.content += 1
+                return
+        elif kind in _CONTENT:
+            self.content += 1
+            return
+        side = int(from_client)
+        self.idle[side] += 1
+        name = _label(frame)
+        kinds = self.kinds[side]
+        kinds[name] = kinds.get(name, 0) + 1
+        if self.idle[side] > MAX_IDLE_FRAMES + 2 * self.content:
+            counts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+            raise Flooded(
+                f"{self.idle[side]} frames that carry no request or response ({counts}) against "
+                f"{self.content} HEADERS/DATA frames on the connection (limit {MAX_IDLE_FRAMES} more than twice that)"
+            )
+
+
+def _label(frame: Any) -> str:
+    kind = type(frame)
+    if kind is DataFrame:
+        return f"DATA under {TINY_DATA} bytes"
+    name = kind.__name__.removesuffix("Frame").upper()
+    return name if name != "EXTENSION" else f"unknown type 0x{frame.type:x}"
+
+
+def _named(frame: Any) -> str:
+    return f"{type(frame).__name__} on stream {frame.stream_id}"
+
+
+def _pending(data: bytes | bytearray) -> str:
+    """The frame whose header starts `data`, when it is a known type (its body was refused), else framing."""
+    if len(data) >= 9 and (kind := FRAMES.get(data[3])) is not None:
+        return f"{kind.__name__} on stream {int.from_bytes(data[5:9], 'big') & 0x7FFFFFFF}"
+    return "framing"
+
+
+def _refuse_long_header_block(frames: list[Any]) -> None:
+    """h2 keeps up to 64 CONTINUATION frames of a header block before it decodes it: their bytes are
+    bounded like the decoded list, not by 64 frames of the largest size a peer announced."""
+    if frames and (size := sum(len(f.data) for f in frames)) > MAX_HEADER_LIST_BYTES:
+        raise LimitExceeded(
+            f"a header block of {size} bytes in {len(frames)} frames without END_HEADERS "
+            f"(limit {MAX_HEADER_LIST_BYTES} bytes)"
+        )
 
 
 def _refuse_oversized(pending: bytes | bytearray, limit: int) -> None:
