@@ -2,7 +2,10 @@
 
 From recordings, every request can be drawn (a cancelled one exactly as the report draws it, with its
 verdict and findings; any other one from its whole timeline). A JSON report holds cancelled calls only.
-The output is the SVG itself, or a small HTML page around it that loads and runs nothing.
+The output is the SVG itself, or a small HTML page around it that loads and runs nothing. With
+`redact`, payload values are drawn by type and length, as `audit --redact` shows them (redact.py): a
+recording's timeline passes through the same redaction as an audit's, and a report that was not made
+with `--redact` is redacted as it is read.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from . import diagram, report
+from . import diagram, redact, report
 from .errors import CancelwireError, InputError
 from .model import CancelledCall, RequestTimeline
 from .pipeline import AuditOptions, audit
@@ -37,12 +40,13 @@ class Found:
         return diagram.draw(self.call, session=self.session, race_window=self.race_window, standalone=standalone)
 
 
-def find(paths: list[str], request_id: str, session: str | None) -> Found:
+def find(paths: list[str], request_id: str, session: str | None, *, redacted: bool = False) -> Found:
     """The request with id REQUEST_ID (as text), in SESSION when given, from one JSON report of
-    `cancelwire audit --format json` or from recordings audited with the default settings."""
+    `cancelwire audit --format json` or from recordings audited with the default settings; REDACTED:
+    its payload values by type and length (`--redact`)."""
     if len(paths) == 1 and _is_report(Path(paths[0])):
-        return _from_report(Path(paths[0]), request_id, session)
-    return _from_recordings(paths, request_id, session)
+        return _from_report(Path(paths[0]), request_id, session, redacted=redacted)
+    return _from_recordings(paths, request_id, session, redacted=redacted)
 
 
 def _is_report(path: Path) -> bool:
@@ -56,7 +60,7 @@ def _is_report(path: Path) -> bool:
     return head.startswith(b"{") and b'"schema_version"' in head
 
 
-def _from_report(path: Path, request_id: str, session: str | None) -> Found:
+def _from_report(path: Path, request_id: str, session: str | None, *, redacted: bool) -> Found:
     if path.stat().st_size > MAX_REPORT_BYTES:
         raise InputError(str(path), f"a JSON report over {MAX_REPORT_BYTES >> 20} MiB; draw from the recordings")
     try:
@@ -70,7 +74,10 @@ def _from_report(path: Path, request_id: str, session: str | None) -> Found:
     calls = [c for c in data["cancellations"] if isinstance(c, dict) and _wanted(c, request_id, session)]
     hint = "a JSON report holds cancelled calls only: draw any other request from the recordings"
     call = _one(calls, request_id, session, f"{path}: no cancelled call", hint)
-    return Found(call, *_session_of(data, call))
+    entry, window = _session_of(data, call)
+    if redacted and not redact.was_redacted(data):
+        call, entry = redact.report_call(call), redact.report_session(entry) if entry else None
+    return Found(call, entry, window)
 
 
 def _session_of(data: Mapping[str, Any], call: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, float | None]:
@@ -83,16 +90,18 @@ def _session_of(data: Mapping[str, Any], call: Mapping[str, Any]) -> tuple[Mappi
     return entry, window if isinstance(window, int | float) else None
 
 
-def _from_recordings(paths: list[str], request_id: str, session: str | None) -> Found:
+def _from_recordings(paths: list[str], request_id: str, session: str | None, *, redacted: bool) -> Found:
     found: list[dict[str, Any]] = []
 
     def keep(timeline: RequestTimeline, cancelled: CancelledCall | None) -> None:
         if len(found) < MAX_MATCHES and _wanted(
             {"request_id": timeline.request_id, "session": timeline.session_key}, request_id, session
         ):
+            if redacted:  # the audit redacts what it keeps; the timeline handed here is the recording's
+                timeline, cancelled = redact.timeline(timeline), redact.cancelled(cancelled) if cancelled else None
             found.append(report.cancellation(cancelled) if cancelled else report.exchange(timeline))
 
-    result = audit(paths, AuditOptions(), on_exchange=keep)
+    result = audit(paths, AuditOptions(redact=redacted), on_exchange=keep)
     unreadable = [i for i in result.inputs if i.error and not i.sessions]
     if not found and unreadable:
         raise InputError(unreadable[0].path, str(unreadable[0].error))

@@ -219,6 +219,37 @@ def cancelled(call: CancelledCall) -> CancelledCall:
     return replace(call, timeline=timeline(call.timeline)) if call.timeline else call
 
 
+def was_redacted(report: Mapping[str, Any]) -> bool:
+    """A JSON report made with `--redact` (its run lists the setting): redacting it again would
+    measure the placeholders."""
+    run = report.get("run")
+    settings = run.get("settings") if isinstance(run, Mapping) else None
+    listed = settings if isinstance(settings, list) else []
+    return any(isinstance(s, Mapping) and s.get("setting") == "redact" and s.get("value") == "on" for s in listed)
+
+
+def report_call(call: Mapping[str, Any]) -> dict[str, Any]:
+    """A cancelled call of a JSON report (`report.cancellation`) with its excerpts redacted; the rest is
+    ids, names, places, verdicts and our own explanation."""
+    timeline = call.get("timeline")
+    entries = [
+        {**e, "excerpt": excerpt(e["excerpt"])} if isinstance(e, Mapping) and isinstance(e.get("excerpt"), str) else e
+        for e in (timeline if isinstance(timeline, list) else ())
+    ]
+    return {**call, "timeline": entries}
+
+
+def report_session(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A session of a JSON report (`report.session`) as `session` redacts a live one."""
+    out = dict(entry)
+    if isinstance(out.get("label"), str):
+        out["label"] = text(out["label"])
+    for key in ("client_info", "server_info"):
+        value = out.get(key)
+        out[key] = _info(value) if isinstance(value, Mapping) else value
+    return out
+
+
 def _info(info: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     if info is None:
         return None

@@ -439,3 +439,33 @@ def test_a_verified_by_read_call_shows_the_read_that_checked_it() -> None:
         "read_ledger succeeded (the verifying read) · +2,007 ms from the cancel · "
         "sample_captures/stdio/sdk-cancel-then-verify-by-read.jsonl:11 · "
     )
+
+
+def test_cli_redacts_what_it_draws_from_recordings_and_from_a_report(tmp_path: Path) -> None:
+    """`diagram --redact` draws payload values by type and length, from recordings and from a report made
+    without --redact, the same as a report made with --redact draws."""
+    from test_redact import MIN_CHARS, _messages, _payload_of
+
+    sample = ROOT / "sample_captures/stdio/handwritten-server-late-result-after-cancel.jsonl"
+    secrets = {s for m in _messages(sample) for s in _payload_of(m) if len(s) >= MIN_CHARS}
+    assert secrets == {"user pressed stop", "step 1", "step 2", "step 3", "written anyway"}
+    (tmp_path / "s.jsonl").write_bytes(sample.read_bytes())  # a short name: titles are cut at 200 characters
+
+    def cancelwire(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "cancelwire", *args]
+        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+    assert cancelwire("audit", "s.jsonl", "--format", "json", "-o", "plain.json").returncode == 0
+    assert cancelwire("audit", "s.jsonl", "--format", "json", "-o", "redacted.json", "--redact").returncode == 0
+    drawn = {
+        "recording": cancelwire("diagram", "s.jsonl", "--request", "2", "--redact"),
+        "report": cancelwire("diagram", "plain.json", "--request", "2", "--redact"),
+        "redacted report": cancelwire("diagram", "redacted.json", "--request", "2"),
+        "redacted report, --redact": cancelwire("diagram", "redacted.json", "--request", "2", "--redact"),
+    }
+    assert {name: (p.returncode, p.stderr) for name, p in drawn.items()} == dict.fromkeys(drawn, (0, ""))
+    assert {name: sorted(s for s in secrets if s in p.stdout) for name, p in drawn.items()} == {n: [] for n in drawn}
+    assert len({p.stdout for p in drawn.values()}) == 1
+    assert '"reason":"&lt;str 17&gt;"' in drawn["recording"].stdout  # "user pressed stop"
+    shown = cancelwire("diagram", "s.jsonl", "--request", "2").stdout  # the check has teeth
+    assert sorted(s for s in secrets if s in shown) == sorted(secrets)
