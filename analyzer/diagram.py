@@ -13,55 +13,19 @@ escaped for XML and HTML. Only presentation attributes are used (no `style`), so
 Content-Security-Policy needs nothing for it, and no ids, so a page can hold a thousand diagrams.
 
 Bounded: runs of like messages collapse ("and 57 more progress"), and past `MAX_ROWS` rows the rows
-furthest from the cancel are left out with a count, so a diagram costs at most a few tens of KB.
+furthest from the cancel are left out with a count (diagram_rows.py), so a diagram costs at most a few
+tens of KB.
 """
 
 from __future__ import annotations
 
 import html
-import math
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from enum import StrEnum
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import inert
+from .diagram_rows import Arrow, Row, drawn_rows, mapping, ms, rules_of, seconds
 
-
-class Arrow(StrEnum):
-    """`data-kind` of an arrow (the closed set of the DOM contract)."""
-
-    REQUEST = "request"
-    PROGRESS = "progress"
-    CANCEL = "cancel"
-    CLOSE = "close"
-    RESET = "reset"
-    RESPONSE = "response"
-    ERROR = "error"
-    NOTIFICATION = "notification"
-    READ = "read"
-    COLLAPSED = "collapsed"
-
-
-#: Timeline entry kinds drawn as arrows; every other kind is a note on one lifeline.
-ARROWS: Mapping[str, Arrow] = {
-    "request": Arrow.REQUEST,
-    "progress": Arrow.PROGRESS,
-    "related-message": Arrow.NOTIFICATION,
-    "result": Arrow.RESPONSE,
-    "error-result": Arrow.ERROR,
-    "cancel": Arrow.CANCEL,
-    "stream-closed-by-client": Arrow.CLOSE,
-    "stream-closed-by-server": Arrow.CLOSE,
-    "stream-reset-by-client": Arrow.RESET,
-    "stream-reset-by-server": Arrow.RESET,
-    "read": Arrow.READ,
-}
-#: A run of this many like messages or more is drawn as its first, a collapsed row, and its last.
-COLLAPSE_FROM = 4
-MAX_ROWS = 40
-#: Counts shown are bounded (a count from a hand-edited report could be any size).
-MAX_COUNT = 10**15
 LABEL_CHARS = 60
 TITLE_CHARS = 200
 NAME_CHARS = 32
@@ -77,28 +41,6 @@ SVG_NS = ' xmlns="http://www.w3.org/2000/svg"'
 COLORS = {"error": "#a40000", "warning": "#8a5a00", "info": "#225555", "cancel": "#c05000", "plain": "#333"}
 
 
-@dataclass(slots=True)
-class Row:
-    """One drawn row: an arrow, or a note on a lifeline."""
-
-    kind: str
-    """An `Arrow` value, or the timeline entry kind of a note."""
-    arrow: bool
-    side: str | None
-    """Who sent it (`client`/`server`); None for facts of the recording."""
-    label: str
-    title: str
-    offset: float | None = None
-    """Seconds from the cancel."""
-    relation: str | None = None
-    certainty: str | None = None
-    findings: list[Mapping[str, Any]] = field(default_factory=list)
-    count: int = 1
-    """Messages it stands for (an entry's repeats)."""
-    where: str = ""
-    """Where it was read (file:line or file#frame)."""
-
-
 def draw(
     call: Mapping[str, Any],
     *,
@@ -110,7 +52,7 @@ def draw(
     session entry) names the lifelines and says where the recording was made; RACE_WINDOW (seconds, the
     report's `run.race_windows` for that vantage) sizes the shaded window. STANDALONE: for a file of its
     own, with the SVG namespace (inline in HTML the parser gives it, and the page names no URL)."""
-    rows = _capped(_collapsed(_rows(call)), _mapping(call.get("left_out")))
+    rows = drawn_rows(call)
     height = TOP + ROW * len(rows) + 16
     parts = [
         f'<svg class="sequence"{SVG_NS if standalone else ""} role="img" width="{WIDTH}" height="{height}"'
@@ -151,163 +93,10 @@ class ReportDrawer:
             self._sessions = sessions
         key = call.get("session")
         session = self._by_id.get(key) if isinstance(key, str) else None
-        windows = _mapping(_mapping(report.get("run")).get("race_windows"))
+        windows = mapping(mapping(report.get("run")).get("race_windows"))
         vantage = session.get("vantage") if session else None
-        window = _seconds(windows.get(vantage)) if isinstance(vantage, str) else None
+        window = seconds(windows.get(vantage)) if isinstance(vantage, str) else None
         return draw(call, session=session, race_window=window)
-
-
-# -- from the report's timeline to rows --------------------------------------------------------------
-
-
-def _rows(call: Mapping[str, Any]) -> list[Row]:
-    """One row per timeline entry; bytes that came in the same frame as a message are that message."""
-    rows: list[Row] = []
-    timeline = call.get("timeline")
-    for entry in timeline if isinstance(timeline, list) else ():
-        if not isinstance(entry, Mapping):
-            continue
-        row = _row(call, entry)
-        if rows and _same_frame(rows[-1], row):
-            message, fact = (rows[-1], row) if rows[-1].arrow else (row, rows[-1])
-            message.findings += [f for f in fact.findings if f not in message.findings]
-            message.title += f" · {fact.label}"
-            rows[-1] = message
-        else:
-            rows.append(row)
-    return rows
-
-
-def _row(call: Mapping[str, Any], entry: Mapping[str, Any]) -> Row:
-    kind = str(entry.get("kind"))
-    arrow = ARROWS.get(kind)
-    side = entry.get("side") if entry.get("side") in ("client", "server") else None
-    label = _label(call, entry, arrow)
-    offset = _seconds(entry.get("offset"))
-    when = "" if offset is None else f" · {_ms(offset)} from the cancel"
-    excerpt = str(entry.get("excerpt") or "")
-    where = _where(entry.get("evidence"))
-    return Row(
-        kind=arrow.value if arrow is not None and side is not None else kind,
-        arrow=arrow is not None and side is not None,
-        side=side,
-        label=label,
-        title=f"{label}{when} · {where}" + (f" · {excerpt}" if excerpt else ""),
-        offset=offset,
-        relation=_word(entry.get("relation")),
-        certainty=_word(entry.get("certainty")),
-        findings=[f for f in _listed(entry.get("findings")) if isinstance(f, Mapping)],
-        count=_count(entry.get("repeats")),
-        where=where,
-    )
-
-
-def _count(value: Any, least: int = 1) -> int:
-    """A count from the report, bounded (a hand-edited report may say anything)."""
-    return min(value, MAX_COUNT) if isinstance(value, int) and not isinstance(value, bool) and value > least else least
-
-
-def _seconds(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    seconds = float(value) if abs(value) < 1e12 else math.nan
-    return seconds if math.isfinite(seconds) else None
-
-
-def _word(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _listed(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _label(call: Mapping[str, Any], entry: Mapping[str, Any], arrow: Arrow | None) -> str:
-    kind, method = str(entry.get("kind")), entry.get("method")
-    if arrow is Arrow.REQUEST:
-        tool = f" {call['tool']}" if call.get("tool") else ""
-        return f"{call.get('method')}{tool} (id {call.get('request_id')})"
-    if arrow in (Arrow.CLOSE, Arrow.RESET) or arrow is None:
-        return str(entry.get("excerpt") or kind.replace("-", " "))
-    if arrow is Arrow.READ:
-        return f"{method or 'a read'} succeeded (the verifying read)"
-    if arrow is Arrow.RESPONSE:
-        return f"result (id {call.get('request_id')})"
-    if arrow is Arrow.ERROR:
-        return f"error (id {call.get('request_id')})"
-    return str(method or kind)
-
-
-def _same_frame(last: Row, row: Row) -> bool:
-    """A `server-bytes` fact and the message its bytes carried (same sender, same place)."""
-    facts = (last.kind, row.kind)
-    return last.side == row.side and last.where == row.where and last.arrow != row.arrow and "server-bytes" in facts
-
-
-# -- collapsing and capping ------------------------------------------------------------------------
-
-
-def _like(a: Row, b: Row) -> bool:
-    return (a.kind, a.side, a.relation, a.certainty, _rules(a)) == (b.kind, b.side, b.relation, b.certainty, _rules(b))
-
-
-def _runs(rows: Sequence[Row]) -> Iterator[list[Row]]:
-    run: list[Row] = []
-    for row in rows:
-        if run and not (row.arrow and _like(run[-1], row)):
-            yield run
-            run = []
-        run.append(row)
-    if run:
-        yield run
-
-
-def _collapsed(rows: Sequence[Row]) -> list[Row]:
-    """A run of like messages (COLLAPSE_FROM or more, counting repeats) as its first, a collapsed row
-    standing for the middle, and its last."""
-    out: list[Row] = []
-    for run in _runs(rows):
-        total = sum(r.count for r in run)
-        if total < COLLAPSE_FROM and all(r.count == 1 for r in run):
-            out += run
-            continue
-        first, last = run[0], run[-1]
-        middle = total - 1 - (len(run) > 1)
-        out.append(replace(first, count=1))
-        if middle:
-            what = f"and {middle:,} more {'progress' if first.kind == Arrow.PROGRESS else first.label}"
-            out.append(replace(first, kind=Arrow.COLLAPSED.value, label=what, title=what, offset=None, count=middle))
-        if len(run) > 1:
-            out.append(replace(last, count=1))
-    return out
-
-
-def _capped(rows: list[Row], left_out: Mapping[str, Any]) -> list[Row]:
-    """At most MAX_ROWS rows: the request and those nearest the cancel; what is left out is counted,
-    with the messages the report itself did not keep (`left_out`)."""
-    before, after = _count(left_out.get("before"), 0), _count(left_out.get("after"), 0)
-    if len(rows) > MAX_ROWS:
-        at = next((i for i, r in enumerate(rows) if r.relation == "cancel"), 1)
-        start = max(1, min(at - MAX_ROWS // 2, len(rows) - MAX_ROWS + 2))
-        end = start + MAX_ROWS - 3
-        before += sum(r.count for r in rows[1:start])
-        after += sum(r.count for r in rows[end:])
-        rows = [rows[0], *rows[start:end]]
-    if before:
-        rows.insert(min(1, len(rows)), _left_out(before, "earlier"))
-    if after:
-        rows.append(_left_out(after, "later"))
-    return rows
-
-
-def _left_out(count: int, which: str) -> Row:
-    """Messages not drawn, of either sender: a note across both lifelines."""
-    what = f"and {count:,} {which} messages not drawn"
-    return Row(kind=Arrow.COLLAPSED.value, arrow=False, side=None, label=what, title=what, count=count)
 
 
 # -- drawing ---------------------------------------------------------------------------------------
@@ -345,7 +134,7 @@ def _arrow(row: Row, y: int, seq: int) -> str:
     attrs = f'class="msg" data-kind="{row.kind}" data-dir="{"c2s" if c2s else "s2c"}" data-seq="{seq}"'
     if row.findings:
         certainty = "inferred" if any(f.get("certainty") == "inferred" for f in row.findings) else "exact"
-        attrs += f' data-finding="{_attr(" ".join(_rules(row)))}" data-certainty="{certainty}"'
+        attrs += f' data-finding="{_attr(" ".join(rules_of(row)))}" data-certainty="{certainty}"'
     return (
         f"<g {attrs}><title>{_text(row.title, TITLE_CHARS)}{_marks_text(row)}</title>"
         f'<line x1="{x1}" y1="{y}" x2="{x2}" y2="{y}" stroke="{color}" stroke-width="{width}"{dash}/>'
@@ -359,7 +148,7 @@ def _arrow(row: Row, y: int, seq: int) -> str:
 def _note(row: Row, y: int) -> str:
     attrs = f'class="note" data-kind="{_attr(row.kind, 40)}"'
     if row.findings:
-        attrs += f' data-finding="{_attr(" ".join(_rules(row)))}"'
+        attrs += f' data-finding="{_attr(" ".join(rules_of(row)))}"'
     if row.side is None:  # a fact of the whole recording: a rule across both lifelines
         ends = f'x1="{CLIENT_X - 40}" y1="{y}" x2="{SERVER_X + 40}" y2="{y}"'
         mark = f'<line {ends} stroke="#777" stroke-dasharray="1 3"/>'
@@ -410,7 +199,7 @@ def _race_window(call: Mapping[str, Any], rows: Sequence[Row], window: float | N
         if inside:
             end = i
     y1, y2 = TOP + ROW * at + ROW // 2, TOP + ROW * end + ROW - 2
-    label = "race window" + ("" if window is None else f" {_ms(window, signed=False)}")
+    label = "race window" + ("" if window is None else f" {ms(window, signed=False)}")
     return [
         f'<rect class="race-window" x="{CLIENT_X - 30}" y="{y1}" width="{SERVER_X - CLIENT_X + 60}"'
         f' height="{y2 - y1}" fill="#f5c400" fill-opacity="0.18" stroke="#d0a000" stroke-dasharray="3 2">'
@@ -422,7 +211,7 @@ def _race_window(call: Mapping[str, Any], rows: Sequence[Row], window: float | N
 def _gap(seconds: float, y: int) -> str:
     if abs(seconds) < 0.001:
         return ""
-    return f'<text x="{GAP_X}" y="{y + 4}" fill="#888" font-size="10">{_ms(seconds)}</text>'
+    return f'<text x="{GAP_X}" y="{y + 4}" fill="#888" font-size="10">{ms(seconds)}</text>'
 
 
 # -- text ------------------------------------------------------------------------------------------
@@ -443,27 +232,9 @@ def _summary(call: Mapping[str, Any]) -> str:
     return what
 
 
-def _rules(row: Row) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(str(f.get("rule_id")) for f in row.findings))
-
-
 def _marks_text(row: Row) -> str:
     marks = [f"{f.get('rule_id')} {f.get('rule')} ({f.get('severity')}, {f.get('certainty')})" for f in row.findings]
     return _text(" · finding: " + "; ".join(marks), TITLE_CHARS) if marks else ""
-
-
-def _where(evidence: Any) -> str:
-    if not isinstance(evidence, Mapping):
-        return ""
-    place = evidence.get("frame"), evidence.get("line")
-    suffix = f"#{place[0]}" if place[0] is not None else (f":{place[1]}" if place[1] is not None else "")
-    return f"{evidence.get('source')}{suffix}"
-
-
-def _ms(seconds: float, *, signed: bool = True) -> str:
-    ms = seconds * 1000
-    text = f"{ms:,.0f} ms" if abs(ms) >= 10 or ms == 0 else f"{ms:,.1f} ms"
-    return ("+" if signed and ms > 0 else "") + text.replace("-", "−")
 
 
 def _text(value: object, limit: int) -> str:

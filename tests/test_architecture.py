@@ -11,7 +11,20 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "analyzer"
 #: Modules that turn an AuditResult into something people or CI systems read.
-RENDERING = {"results", "report", "rendering", "inert", "formats", "junit", "sarif", "github", "frames", "tables"}
+RENDERING = {
+    "results",
+    "report",
+    "rendering",
+    "inert",
+    "formats",
+    "junit",
+    "sarif",
+    "github",
+    "frames",
+    "tables",
+    "diagram",
+    "diagram_rows",
+}
 
 
 def _name(path: Path) -> str:

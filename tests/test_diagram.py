@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cancelwire import diagram
+from cancelwire import diagram, diagram_rows
 from cancelwire.pipeline import audit
 from cancelwire.report import build, render
 from fuzzing import fuzz_settings
@@ -188,7 +188,7 @@ def test_rows_are_capped_around_the_cancel_and_the_rest_counted() -> None:
     text = diagram.draw(_call(entries, left_out={"before": 5, "after": 0}))
     svg = _parse(text)
     arrows = _arrows(svg)
-    assert len(arrows) == diagram.MAX_ROWS - 2 and ("cancel", "c2s", None, None) in arrows
+    assert len(arrows) == diagram_rows.MAX_ROWS - 2 and ("cancel", "c2s", None, None) in arrows
     notes = [t.text for g in svg.iter("g") if g.get("class") == "note" for t in g.iter("text")]
     # 600 rows: the request, then 37 from 20 before the cancel; 279 (+5 the report left out) before, 283 after
     assert notes == ["and 284 earlier messages not drawn", "and 283 later messages not drawn"]
@@ -250,8 +250,8 @@ def test_a_huge_timeline_draws_a_bounded_diagram() -> None:
     per_row = 9
     # <svg>, its background, two lifelines of three elements, the race window and its label
     fixed = 1 + 1 + 6 + 2
-    assert len(list(svg.iter())) <= fixed + per_row * diagram.MAX_ROWS
-    assert len(_arrows(svg)) == diagram.MAX_ROWS - 2
+    assert len(list(svg.iter())) <= fixed + per_row * diagram_rows.MAX_ROWS
+    assert len(_arrows(svg)) == diagram_rows.MAX_ROWS - 2
     assert len(text) < 40_000
 
 
