@@ -15,31 +15,26 @@ import os
 import shlex
 import signal
 import sys
-import textwrap
 import threading
 import traceback
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from types import FrameType
-from typing import Any, TypeVar
+from typing import Any
 
-from . import __version__, baseline, catalog, inert
+from . import __version__, audit_run, baseline, catalog, catalog_text, inert
 from .arguments import audit_options, build_parser, settings_of
 from .dataset import DatasetWriter
 from .errors import CancelwireError, OutputError
 from .fleet import Fleet
 from .formats import Output, OutputSpecError, plan, write
 from .gates import Triage
-from .model import Level, Severity
+from .model import Severity
 from .outputs import AtomicOutput, refuse_inputs
-from .pipeline import AuditOptions, audit
 from .policy import gate_option, parse_gates
 from .progress import progress_bar
 from .results import AuditResult, ExitStatus
-from .spool import Spool
 
-T = TypeVar("T")
 #: Stale baseline entries listed on stderr (the SARIF report lists every one).
 STALE_SHOWN = 20
 
@@ -130,7 +125,7 @@ def _diagram(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return ExitStatus.PASSED
     out = AtomicOutput(args.output, "--output")
-    _writes(out, lambda: out.writing.write_text(text, encoding="utf-8"))
+    audit_run.writes(out, lambda: out.writing.write_text(text, encoding="utf-8"))
     out.commit()
     return ExitStatus.PASSED
 
@@ -161,7 +156,7 @@ def _audit(args: argparse.Namespace) -> int:
         reports = plan(args.format, args.output, args.report)
     except OutputSpecError as exc:
         raise CancelwireError(str(exc)) from None
-    targets = _output_targets(args, reports)
+    targets = audit_run.output_targets(args, reports)
     refuse_inputs(targets, [*args.paths, *([args.keylog] if args.keylog else [])])
     # checked before the audit, so a typo does not cost a long run
     gates = parse_gates({**settings.gates, **dict(map(gate_option, args.gate))}, "--gate")
@@ -174,10 +169,11 @@ def _audit(args: argparse.Namespace) -> int:
                 files[option] = AtomicOutput(path, option)
         table = AtomicOutput(args.exchanges, "--exchanges") if args.exchanges else None
         dataset = DatasetWriter(args.dataset) if args.dataset else None
-        rows = _ExchangeRows(reports, dataset)
+        rows = audit_run.ExchangeRows(reports, dataset)
         with _progress(args) as progress:
             wanted = rows.add if rows.wanted else None  # rows cost a pass per exchange (and pandas)
-            result = _audit_with_table(args.paths, options, table, Fleet(args.jobs, args.dask, progress), wanted)
+            fleet = Fleet(args.jobs, args.dask, progress)
+            result = audit_run.audit_with_table(args.paths, options, table, fleet, also=wanted, on_input_error=_error)
         result = rows.kept_in(result)
         try:
             triage = Triage(
@@ -207,38 +203,6 @@ def _audit(args: argparse.Namespace) -> int:
     return status
 
 
-class _ExchangeRows:
-    """Where each exchange row goes besides --exchanges: the dataset, and a spool for the HTML report's
-    charts (drawn from the exchange table) when an HTML report is asked for."""
-
-    def __init__(self, reports: list[Output], dataset: DatasetWriter | None) -> None:
-        self.dataset = dataset
-        self.spool: Spool[dict[str, Any]] | None = Spool() if any(r.format == "html" for r in reports) else None
-
-    @property
-    def wanted(self) -> bool:
-        return self.dataset is not None or self.spool is not None
-
-    def add(self, row: dict[str, Any]) -> None:
-        if self.dataset is not None:
-            self.dataset.add_exchange(row)
-        if self.spool is not None:
-            self.spool.append(row)
-
-    def kept_in(self, result: AuditResult) -> AuditResult:
-        return result if self.spool is None else replace(result, exchanges=self.spool)
-
-
-def _output_targets(args: argparse.Namespace, reports: list[Output]) -> list[tuple[str, Path]]:
-    """Every file the run will write, with the option that names it (checked against the inputs first)."""
-    targets = [(o.option, Path(o.path)) for o in reports if o.path != "-"]
-    if args.exchanges:
-        targets.append(("--exchanges", args.exchanges))
-    if args.write_baseline:
-        targets.append(("--write-baseline", args.write_baseline))
-    return targets
-
-
 def _write_outputs(
     triage: Triage,
     reports: list[Output],
@@ -249,7 +213,7 @@ def _write_outputs(
     """Every report, the baseline and the dataset's findings; the number of issues the baseline got."""
     for report in reports:
         _write_report(triage, report.format, files.get(report.option), args)
-    written = _write_baseline(triage, files.get("--write-baseline"))
+    written = audit_run.write_baseline(triage, files.get("--write-baseline"))
     if dataset is not None:
         dataset.finish(triage.result)
     return written
@@ -272,15 +236,6 @@ def _isatty(stream: Any) -> bool:
         return False
 
 
-def _write_baseline(triage: Triage, out: AtomicOutput | None) -> int | None:
-    if out is None:
-        return None
-    try:
-        return baseline.write(out.writing, triage)
-    except OSError as exc:
-        raise out.error(exc) from None
-
-
 def _stale(path: Path, stale: list[dict[str, Any]]) -> None:
     """Baseline entries that no longer occur, so the file can be shrunk (on stderr, whatever the format)."""
     if not stale:
@@ -291,47 +246,6 @@ def _stale(path: Path, stale: list[dict[str, Any]]) -> None:
         _say(f"  {inert.terminal(str(entry['fingerprint']))}  {inert.terminal(str(entry['rule']))}  {where}")
     if len(stale) > STALE_SHOWN:
         _say(f"  ... and {len(stale) - STALE_SHOWN} more (the SARIF report lists every one)")
-
-
-def _audit_with_table(
-    paths: list[str],
-    options: AuditOptions,
-    table: AtomicOutput | None,
-    fleet: Fleet,
-    also: Callable[[dict[str, Any]], None] | None = None,
-) -> AuditResult:
-    """The audit, with every exchange written to TABLE (and given to ALSO); a failed write stops it
-    (exit 2, no half file)."""
-    if table is None:
-        return audit(paths, options, on_row=also, on_input_error=_error, fleet=fleet)
-    from .tables import ExchangeWriter
-
-    writer = _writes(table, lambda: ExchangeWriter(table.writing))
-
-    def add(row: dict[str, Any]) -> None:
-        _writes(table, lambda: writer.add(row))
-        if also is not None:
-            also(row)
-
-    try:
-        result = audit(paths, options, on_row=add, on_input_error=_error, fleet=fleet)
-    except BaseException:
-        with contextlib.suppress(Exception):
-            writer.close()
-        raise
-    try:
-        _writes(table, writer.close)
-    except OutputError:
-        result.close()
-        raise
-    return result
-
-
-def _writes(out: AtomicOutput, action: Callable[[], T]) -> T:
-    try:
-        return action()
-    except OSError as exc:
-        raise out.error(exc) from None
 
 
 def colored(mode: str, stream: Any) -> bool:
@@ -420,50 +334,15 @@ def _batch_collector() -> Iterator[None]:
 
 
 def _rules(args: argparse.Namespace) -> int:
-    rules = catalog.load_catalog(args.rules)  # ids and slugs are checked patterns: plain ASCII
-    print(f"{'ID':<7} {'SLUG':<34} {'SEVERITY':<22} {'STATUS':<8} REVISIONS")
-    for rule in rules:
-        severities = sorted({rule.severity(lvl).value for lvl in _all_levels(rule)})
-        print(f"{rule.id:<7} {rule.slug:<34} {'/'.join(severities):<22} {rule.status:<8} {', '.join(rule.revisions)}")
+    for line in catalog_text.rules_table(catalog.load_catalog(args.rules)):  # checked ids and slugs: plain ASCII
+        print(line)
     return ExitStatus.PASSED
-
-
-def _all_levels(rule: catalog.Rule) -> list[Level]:
-    return [lvl for value in rule.levels.values() for lvl in catalog.levels_of(value, None)]
-
-
-def explain_text(rule: catalog.Rule) -> str:
-    levels = []
-    for revision, value in rule.levels.items():
-        if isinstance(value, Level):
-            levels.append(f"{revision}: {value} -> {rule.severity(value)}")
-        else:
-            per = ", ".join(f"{t}: {lvl} -> {rule.severity(lvl)}" for t, lvl in value.items())
-            levels.append(f"{revision}: {per}")
-    wrap = textwrap.TextWrapper(width=100, initial_indent="  ", subsequent_indent="  ")
-    parts = [
-        f"{rule.id} {rule.slug} (rev {rule.rev}, {rule.status} since {rule.since})",
-        rule.summary,
-        "",
-        f"Spec: {rule.section}",
-        wrap.fill(f"Requirement: {rule.requirement}"),
-        "Levels:",
-        *[f"  {line}" for line in levels],
-    ]
-    if rule.severity_reason:
-        parts.append(wrap.fill(f"Severity adjusted: {rule.severity_reason}"))
-    for title, body in (("What it does", rule.docs.what), ("Why it matters", rule.docs.why), ("Fix", rule.docs.fix)):
-        parts += ["", f"{title}:", wrap.fill(body)]
-    parts += ["", "Example:", f"  {rule.docs.example}"]
-    if rule.docs.references:
-        parts += ["", "References:", *[f"  {ref}" for ref in rule.docs.references]]
-    return "\n".join(parts) + "\n"
 
 
 def _explain(args: argparse.Namespace) -> int:
     for rule in catalog.load_catalog(args.rules):
         if args.rule in (rule.id, rule.slug):
-            sys.stdout.write(_inert_lines(explain_text(rule).rstrip("\n")))
+            sys.stdout.write(_inert_lines(catalog_text.explain_text(rule).rstrip("\n")))
             return ExitStatus.PASSED
     raise CancelwireError(f"no rule {args.rule!r}", "see `cancelwire rules`")
 

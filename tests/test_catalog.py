@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from cancelwire import revisions
 from cancelwire.catalog import load_catalog
-from cancelwire.cli import explain_text
+from cancelwire.catalog_text import explain_text
 from cancelwire.errors import CancelwireError, RuleFileError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cancelwire import cli
+from cancelwire import audit_run, cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(sys.executable).parent / "cancelwire"
@@ -59,7 +59,7 @@ def _boom(*args: object, **kwargs: object) -> None:
 def test_internal_error_is_status_3_with_one_inert_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(cli, "audit", _boom)
+    monkeypatch.setattr(audit_run, "audit", _boom)
     assert cli.main(["audit", CLEAN]) == 3
     err = capsys.readouterr().err
     assert err == (
@@ -72,7 +72,7 @@ def test_internal_error_is_status_3_with_one_inert_line(
 def test_internal_error_with_debug_shows_the_traceback(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(cli, "audit", _boom)
+    monkeypatch.setattr(audit_run, "audit", _boom)
     assert cli.main(["audit", CLEAN, "--debug"]) == 3
     err = capsys.readouterr().err
     assert err.startswith("Traceback (most recent call last):\n")
@@ -82,9 +82,9 @@ def test_internal_error_with_debug_shows_the_traceback(
 def test_internal_error_through_the_interpreter_exits_3_without_traceback() -> None:
     """The whole way out (SystemExit from __main__-style code), in a real process."""
     code = (
-        "import sys, cancelwire.cli as c\n"
+        "import sys, cancelwire.cli as c, cancelwire.audit_run as r\n"
         "def boom(*a, **k): raise KeyError('x')\n"
-        "c.audit = boom\n"
+        "r.audit = boom\n"
         f"raise SystemExit(c.main(['audit', {CLEAN!r}]))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -190,7 +190,7 @@ def test_internal_error_message_is_bounded_and_survives_a_broken_str(
     def huge(*args: object, **kwargs: object) -> None:
         raise ValueError("x" * 100_000)
 
-    monkeypatch.setattr(cli, "audit", huge)
+    monkeypatch.setattr(audit_run, "audit", huge)
     assert cli.main(["--debug", "audit", CLEAN]) == 3  # --debug before the command works too
     last = capsys.readouterr().err.splitlines()[-1]
     assert last.startswith(f"cancelwire: internal error (a bug in cancelwire 0.1.0): ValueError: {'x' * 500}…;")
@@ -198,7 +198,7 @@ def test_internal_error_message_is_bounded_and_survives_a_broken_str(
     def unprintable(*args: object, **kwargs: object) -> None:
         raise _Unprintable
 
-    monkeypatch.setattr(cli, "audit", unprintable)
+    monkeypatch.setattr(audit_run, "audit", unprintable)
     assert cli.main(["audit", CLEAN]) == 3
     assert "_Unprintable: (message not printable); please report it" in capsys.readouterr().err
 

@@ -1,0 +1,115 @@
+"""What one `cancelwire audit` writes besides its reports, and the audit that feeds it.
+
+Exchange rows go, as the audit produces them, to `--exchanges` (written as it runs: a failed write stops
+the run with nothing half-written), to `--dataset`, and to a spool for the HTML report's charts; the
+baseline is written from the triage. Every file goes through an `AtomicOutput`; nothing here prints
+(cli.py does, and says what was written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+from . import baseline
+from .dataset import DatasetWriter
+from .errors import InputError, OutputError
+from .fleet import Fleet
+from .formats import Output
+from .gates import Triage
+from .outputs import AtomicOutput
+from .pipeline import AuditOptions, audit
+from .results import AuditResult
+from .spool import Spool
+
+T = TypeVar("T")
+
+
+class ExchangeRows:
+    """Where each exchange row goes besides --exchanges: the dataset, and a spool for the HTML report's
+    charts (drawn from the exchange table) when an HTML report is asked for."""
+
+    def __init__(self, reports: list[Output], dataset: DatasetWriter | None) -> None:
+        self.dataset = dataset
+        self.spool: Spool[dict[str, Any]] | None = Spool() if any(r.format == "html" for r in reports) else None
+
+    @property
+    def wanted(self) -> bool:
+        return self.dataset is not None or self.spool is not None
+
+    def add(self, row: dict[str, Any]) -> None:
+        if self.dataset is not None:
+            self.dataset.add_exchange(row)
+        if self.spool is not None:
+            self.spool.append(row)
+
+    def kept_in(self, result: AuditResult) -> AuditResult:
+        return result if self.spool is None else replace(result, exchanges=self.spool)
+
+
+def output_targets(args: argparse.Namespace, reports: list[Output]) -> list[tuple[str, Path]]:
+    """Every file the run will write, with the option that names it (checked against the inputs first)."""
+    targets = [(o.option, Path(o.path)) for o in reports if o.path != "-"]
+    if args.exchanges:
+        targets.append(("--exchanges", args.exchanges))
+    if args.write_baseline:
+        targets.append(("--write-baseline", args.write_baseline))
+    return targets
+
+
+def audit_with_table(
+    paths: list[str],
+    options: AuditOptions,
+    table: AtomicOutput | None,
+    fleet: Fleet,
+    *,
+    also: Callable[[dict[str, Any]], None] | None,
+    on_input_error: Callable[[InputError], None],
+) -> AuditResult:
+    """The audit, with every exchange written to TABLE (and given to ALSO); a failed write stops it
+    (exit 2, no half file). ON_INPUT_ERROR hears of each unreadable input as the audit goes on."""
+    if table is None:
+        return audit(paths, options, on_row=also, on_input_error=on_input_error, fleet=fleet)
+    from .tables import ExchangeWriter
+
+    writer = writes(table, lambda: ExchangeWriter(table.writing))
+
+    def add(row: dict[str, Any]) -> None:
+        writes(table, lambda: writer.add(row))
+        if also is not None:
+            also(row)
+
+    try:
+        result = audit(paths, options, on_row=add, on_input_error=on_input_error, fleet=fleet)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            writer.close()
+        raise
+    try:
+        writes(table, writer.close)
+    except OutputError:
+        result.close()
+        raise
+    return result
+
+
+def writes(out: AtomicOutput, action: Callable[[], T]) -> T:
+    """ACTION, its OSError reported as OUT's (exit 2, naming the option and file)."""
+    try:
+        return action()
+    except OSError as exc:
+        raise out.error(exc) from None
+
+
+def write_baseline(triage: Triage, out: AtomicOutput | None) -> int | None:
+    """The unsuppressed issues into OUT (--write-baseline), if asked for; how many."""
+    if out is None:
+        return None
+    try:
+        return baseline.write(out.writing, triage)
+    except OSError as exc:
+        raise out.error(exc) from None
