@@ -76,7 +76,7 @@ def test_sections_come_verdict_first_and_inventory_last(samples_html: str) -> No
         "how-made",
     ]
     inventory = samples_html.split('<section id="inputs">')[1]
-    assert inventory.startswith("\n<h2>Inputs and sessions</h2>\n<details>\n<summary>62 input(s)")
+    assert inventory.startswith("\n<h2>Inputs and sessions</h2>\n<details>\n<summary>71 input(s)")
 
 
 def test_the_first_screen_draws_the_call_of_the_worst_finding(samples_html: str) -> None:
@@ -123,7 +123,7 @@ def test_verdict_of_an_outcome_gate_and_of_a_pass() -> None:
 def test_findings_are_worst_first_then_by_rule_id(samples_html: str) -> None:
     rows = _page(samples_html).rows
     order = [({"error": 0, "warning": 1, "info": 2}[str(r["data-severity"])], str(r["data-rule"])) for r in rows]
-    assert order == sorted(order) and len(rows) == 56
+    assert order == sorted(order) and len(rows) == 58
     assert [r["data-rule"] for r in rows][:3] == ["CW101", "CW101", "CW101"]
     assert {r["data-outcome"] for r in rows} == {"", "late-result-violation", "outcome-unverified", "verified-by-read"}
 
@@ -215,7 +215,7 @@ def test_overview_charts_are_drawn_from_the_exchange_table(samples_html: str) ->
     findings = overview.split('<figure id="chart-findings">')[1].split("</figure>")[0]
     desc = re.findall(r"<desc>([^<]*)</desc>", findings)[0]
     assert desc.startswith("CW101 response-after-cancel: 11 finding(s) (5 error, 6 warning); CW102 progress-after")
-    assert desc.endswith("CW506 same-session-in-two-inputs: 15 finding(s) (15 info)")
+    assert desc.endswith("CW506 same-session-in-two-inputs: 17 finding(s) (17 info)")
     latency = overview.split('<figure id="chart-latency">')[1].split("</figure>")[0]
     assert "tools/list: median " in latency and "25 request(s) without a timed reply are not drawn." in latency
     before = samples_html.split('<section id="overview">')[0]
