@@ -1,13 +1,19 @@
 #!/usr/bin/env python3
 """Record the task samples of sample_captures/tasks/ with a real SDK that implements tasks (see its README.md).
 
-    .venv/bin/python scripts/record_task_samples.py [--only NAME ...] [--venv DIR] [--keep-logs DIR]
+    .venv/bin/python scripts/record_task_samples.py [--only NAME ...] [--venv DIR] [--npm-dir DIR] [--keep-logs DIR]
 
-Tasks (protocol 2025-11-25, experimental) are implemented by the MCP Python SDK 1.x line only: the
-project's own ``mcp`` 2.x dropped them (they are to come back as an extension, which 2.3.0 does not
-ship). So the peers (scripts/peers/task_sdk_server.py and task_sdk_client.py) run in a pinned venv of
-their own (``--venv``, default build/mcp1-venv, created with ``pip install mcp==MCP uvicorn==UVICORN``
-when missing), never in the project's venv. The recording itself is our real tooling:
+Tasks (protocol 2025-11-25, experimental) are implemented by the MCP Python SDK 1.x line (the project's
+own ``mcp`` 2.x dropped them; they are to come back as an extension, which 2.3.0 does not ship) and by
+the TypeScript SDK 1.x. So the peers run in pinned environments of their own, never the project's venv:
+
+  * ``sdk-py-*``: scripts/peers/task_sdk_server.py and task_sdk_client.py in a venv (``--venv``, default
+    build/mcp1-venv, created with ``pip install mcp==MCP uvicorn==UVICORN`` when missing);
+  * ``sdk-ts-*``: scripts/peers/task_ts_server.mjs and task_ts_client.mjs, copied into an npm folder
+    (``--npm-dir``, default build/ts-task-sdk, with ``@modelcontextprotocol/sdk@TS_SDK`` and
+    ``zod@ZOD`` installed exactly) so that Node resolves the SDK from there.
+
+The recording itself is our real tooling:
 
   * stdio: the SDK client launches the SDK server under ``python -m cancelwire record -o NAME.jsonl --``,
     exactly as a host would be configured;
@@ -22,7 +28,9 @@ times change. Every run is bounded in time; loopback only.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,6 +55,10 @@ MCP = "1.30.0"
 """The newest mcp 1.x (2.x has no tasks)."""
 UVICORN = "0.55.0"
 """The uvicorn of the project's other HTTP samples."""
+TS_SDK = "1.32.2"
+"""The newest @modelcontextprotocol/sdk 1.x."""
+ZOD = "4.6.7"
+"""The zod a plain install of that SDK takes (its peer dependency)."""
 SCENARIO_SECONDS = 40.0
 QUIET = ["-W", "ignore::DeprecationWarning"]  # mcp 1.30 warns on every experimental task call
 
@@ -73,17 +85,36 @@ def sdk_venv(path: Path) -> Path:
     return python
 
 
+def ts_sdk(folder: Path) -> Path:
+    """The pinned npm folder, installed when the SDK there is missing or another version; the peers
+    are copied in each time, so Node resolves the SDK next to them."""
+    installed = folder / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json"
+    if not installed.exists() or json.loads(installed.read_text())["version"] != TS_SDK:
+        log(f"installing @modelcontextprotocol/sdk@{TS_SDK} zod@{ZOD} in {folder}")
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "package.json").write_text('{"name": "cancelwire-task-samples", "private": true}\n')
+        npm = [shutil.which("npm") or "npm", "install", "--no-audit", "--no-fund", "--save-exact"]
+        subprocess.run([*npm, f"@modelcontextprotocol/sdk@{TS_SDK}", f"zod@{ZOD}"], cwd=folder, check=True)
+    for script in ("task_ts_server.mjs", "task_ts_client.mjs"):
+        shutil.copy(ROOT / "scripts" / "peers" / script, folder / script)
+    return folder
+
+
 def peer(python: Path, script: str) -> list[str]:
     """A peer command line relative to the repository, so the transcript names no local directory."""
     return [os.path.relpath(python, ROOT), *QUIET, str(Path("scripts") / "peers" / script)]
 
 
-def record_stdio(name: str, flow: str, python: Path, logdir: Path) -> None:
+def node(folder: Path, script: str) -> list[str]:
+    return ["node", os.path.relpath(folder / script, ROOT)]
+
+
+def record_stdio(name: str, client: list[str], server: list[str], logdir: Path) -> None:
+    """`client` launches `server` under `cancelwire record` (the server command after `--`)."""
     out = OUT / f"{name}.jsonl"
     out.unlink(missing_ok=True)
     recorder = [sys.executable, "-m", "cancelwire", "record", "-o", os.path.relpath(out, ROOT), "--"]
-    client = [*peer(python, "task_sdk_client.py"), flow, "stdio", "--", *recorder, *peer(python, "task_sdk_server.py")]
-    run_client(name, [*client, "stdio"], logdir, timeout=SCENARIO_SECONDS)
+    run_client(name, [*client, "--", *recorder, *server], logdir, timeout=SCENARIO_SECONDS)
     # The recorder writes its last record once the server has exited; wait for it (bounded).
     deadline = time.monotonic() + 10
     while b'"process-exited"' not in (out.read_bytes().rstrip().rsplit(b"\n", 1)[-1] if out.exists() else b""):
@@ -111,36 +142,49 @@ def record_http(name: str, flow: str, python: Path, logdir: Path, preferred_port
 
 
 SCENARIOS: dict[str, tuple[str, str, int]] = {
-    # name: (transport, client flow, preferred port for HTTP)
-    "sdk-py-task-cancel-working": ("stdio", "cancel-working", 0),
-    "sdk-py-task-cancel-completed": ("stdio", "cancel-completed", 0),
-    "sdk-py-task-progress-completed": ("stdio", "progress-completed", 0),
-    "sdk-py-task-caller-timeout": ("stdio", "caller-timeout", 0),
-    "sdk-py-http-task-cancel-working": ("http", "cancel-working", 18301),
-    "sdk-py-http-task-caller-timeout": ("http", "caller-timeout", 18302),
+    # name: (SDK and transport, client flow, preferred port for HTTP)
+    "sdk-py-task-cancel-working": ("py-stdio", "cancel-working", 0),
+    "sdk-py-task-cancel-completed": ("py-stdio", "cancel-completed", 0),
+    "sdk-py-task-progress-completed": ("py-stdio", "progress-completed", 0),
+    "sdk-py-task-caller-timeout": ("py-stdio", "caller-timeout", 0),
+    "sdk-py-http-task-cancel-working": ("py-http", "cancel-working", 18301),
+    "sdk-py-http-task-caller-timeout": ("py-http", "caller-timeout", 18302),
+    "sdk-ts-task-cancel-working": ("ts-stdio", "cancel-working", 0),
+    "sdk-ts-task-cancel-completed": ("ts-stdio", "cancel-completed", 0),
+    "sdk-ts-task-caller-abort": ("ts-stdio", "caller-abort", 0),
 }
+
+
+def record(name: str, args: argparse.Namespace, logdir: Path) -> None:
+    kind, flow, port = SCENARIOS[name]
+    if kind == "ts-stdio":
+        folder = ts_sdk(args.npm_dir.resolve())
+        record_stdio(name, [*node(folder, "task_ts_client.mjs"), flow], node(folder, "task_ts_server.mjs"), logdir)
+        return
+    python = sdk_venv(args.venv.resolve())
+    if kind == "py-stdio":
+        server = [*peer(python, "task_sdk_server.py"), "stdio"]
+        record_stdio(name, [*peer(python, "task_sdk_client.py"), flow, "stdio"], server, logdir)
+    else:
+        record_http(name, flow, python, logdir, port)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="*", choices=sorted(SCENARIOS), help="record only these samples")
     ap.add_argument("--venv", type=Path, default=ROOT / "build" / "mcp1-venv")
+    ap.add_argument("--npm-dir", type=Path, default=ROOT / "build" / "ts-task-sdk")
     ap.add_argument("--keep-logs", type=Path, help="keep the peers' stderr (what the server did, when) here")
     args = ap.parse_args()
-    python = sdk_venv(args.venv.resolve())
     OUT.mkdir(parents=True, exist_ok=True)
     failed: list[str] = []
     with tempfile.TemporaryDirectory(prefix="record-tasks-") as tmp:
         logdir = args.keep_logs or Path(tmp)
         logdir.mkdir(parents=True, exist_ok=True)
         for name in args.only or SCENARIOS:
-            transport, flow, port = SCENARIOS[name]
             log(name)
             try:
-                if transport == "stdio":
-                    record_stdio(name, flow, python, logdir)
-                else:
-                    record_http(name, flow, python, logdir, port)
+                record(name, args, logdir)
             except ScenarioError as exc:  # report and go on with the next scenario
                 log(f"{name}: FAILED: {exc}")
                 failed.append(name)
