@@ -1,7 +1,8 @@
 """The task samples (sample_captures/tasks/, see its README.md): real task-augmented sessions of the MCP
 Python SDK 1.30.0 client and server, over stdio (cancelwire record) and Streamable HTTP (tshark on
-loopback, plus the server's own log). What the SDK put on the wire, message by message, and exactly
-what cancelwire finds and how it classifies every cancelled call in each recording."""
+loopback, plus the server's own log), and of the TypeScript SDK 1.32.2 over stdio. What each SDK put on
+the wire, message by message, and exactly what cancelwire finds and how it classifies every cancelled
+call in each recording."""
 
 from __future__ import annotations
 
@@ -60,6 +61,15 @@ CALLER_TIMEOUT = [
     # The caller gave up on tasks/result after 0.8 s: no tasks/cancel, no notifications/cancelled.
     "s2c 3 result content",
 ]
+TS_POLLS = [
+    *HANDSHAKE,
+    "c2s 3 tasks/get",  # callToolStream polls at the server's pollInterval
+    "s2c 3 result working",
+    "s2c - notifications/progress 1",
+    "c2s 4 tasks/get",
+    "s2c 4 result working",
+    "s2c - notifications/progress 2",
+]
 SEQUENCES = {
     "sdk-py-task-cancel-working.jsonl": CANCEL_WORKING,
     "sdk-py-http-task-cancel-working.pcapng": CANCEL_WORKING,
@@ -92,6 +102,40 @@ SEQUENCES = {
     "sdk-py-task-caller-timeout.jsonl": CALLER_TIMEOUT,
     "sdk-py-http-task-caller-timeout.pcapng": CALLER_TIMEOUT,
     "sdk-py-http-task-caller-timeout.server.jsonl": CALLER_TIMEOUT,
+    "sdk-ts-task-cancel-working.jsonl": [
+        *TS_POLLS,
+        "c2s 5 tasks/cancel",
+        "s2c 5 result cancelled",
+        "c2s 6 tasks/get",
+        "s2c 6 result cancelled",  # the stream's last poll
+        "c2s 7 tasks/get",
+        "s2c 7 result cancelled",
+        "c2s 8 tasks/result",
+        "s2c 8 error -32603",  # "has no result stored"
+        "c2s 9 tasks/get",
+        "s2c 9 result cancelled",
+    ],
+    "sdk-ts-task-cancel-completed.jsonl": [
+        *HANDSHAKE,
+        "c2s 3 tasks/get",
+        "s2c 3 result working",
+        "s2c - notifications/tasks/status completed",
+        "c2s 4 tasks/get",
+        "s2c 4 result completed",
+        "c2s 5 tasks/result",
+        "s2c 5 result content",
+        "c2s 6 tasks/cancel",
+        "s2c 6 error -32602",  # TSK-2 kept
+    ],
+    "sdk-ts-task-caller-abort.jsonl": [
+        *TS_POLLS,
+        # The caller aborted: a cancel for the task's tools/call and for both answered polls; no tasks/cancel.
+        "c2s - notifications/cancelled",
+        "c2s - notifications/cancelled",
+        "c2s - notifications/cancelled",
+        *[f"s2c - notifications/progress {n}" for n in (3, 4, 5, 6)],
+        "s2c - notifications/tasks/status completed",
+    ],
 }
 
 
@@ -126,6 +170,12 @@ def test_what_the_sdk_put_on_the_wire(name: str) -> None:
 def _stderr(name: str) -> list[str]:
     lines = [json.loads(line) for line in (TASKS / name).read_text().splitlines()]
     return [line["line"].split("] ", 1)[1] for line in lines if line.get("dir") == "stderr"]
+
+
+def test_the_ts_clients_abort_names_the_task_call_and_the_answered_polls() -> None:
+    lines = [json.loads(line) for line in (TASKS / "sdk-ts-task-caller-abort.jsonl").read_text().splitlines()]
+    cancels = [json.loads(r["line"]) for r in lines if "notifications/cancelled" in r.get("line", "")]
+    assert [c["params"] for c in cancels] == [{"requestId": n, "reason": "the caller gave up"} for n in (2, 3, 4)]
 
 
 def test_the_cancelled_task_went_on_exporting() -> None:
@@ -164,6 +214,16 @@ VERDICTS: dict[str, tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]] = {
     "sdk-py-task-caller-timeout.jsonl": ([], []),
     "sdk-py-http-task-caller-timeout.pcapng": ([], []),
     "sdk-py-http-task-caller-timeout.server.jsonl": ([], []),
+    "sdk-ts-task-cancel-working.jsonl": ([], []),
+    "sdk-ts-task-cancel-completed.jsonl": ([], []),
+    "sdk-ts-task-caller-abort.jsonl": (
+        [
+            ("CW111", "error", "exact", 2, "tools/call"),  # the task cancelled with notifications/cancelled
+            ("CW106", "info", "inferred", 3, "tasks/get"),
+            ("CW106", "info", "inferred", 4, "tasks/get"),
+        ],
+        [],
+    ),
 }
 
 
