@@ -43,6 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from loopback import CaptureError, loopback_capture
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
+from http_raw_clients import VERSION, tools_call_request
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "sample_captures" / "http"
 OUT2 = ROOT / "sample_captures" / "http2"
@@ -442,10 +445,10 @@ def h2_server(ctx: Ctx, name: str, port: int, log: Path, *extra: str) -> Proc:
     return Proc(f"{name}-server", [*argv, *extra], ctx.logdir)
 
 
-def check_h2(pcap: Path, port: int, keys: Path | None = None) -> list[str]:
-    """tshark must see HTTP/2 HEADERS frames (decoded as h2c on the port, or through TLS with the keys);
-    returns the frames that carry an RST_STREAM."""
-    decode = ["-d", f"tcp.port=={port},http2"]
+def check_h2(pcap: Path, port: int, keys: Path | None = None, *, upgrade: bool = False) -> list[str]:
+    """tshark must see HTTP/2 HEADERS frames (decoded as h2c on the port, as HTTP/1.1 that upgrades, or
+    through TLS with the keys); returns the frames that carry an RST_STREAM."""
+    decode = ["-d", f"tcp.port=={port},{'http' if upgrade else 'http2'}"]
     extra = ["-o", f"tls.keylog_file:{keys}", "-d", f"tcp.port=={port},tls"] if keys else decode
     check_capture(pcap, want_http=False, extra=extra)
     if not tshark_fields(pcap, "http2.type == 1", ["frame.number"], extra):
@@ -523,6 +526,38 @@ def s_h2c_bad_server(ctx: Ctx) -> None:
     h2_raw(ctx, "bad-h2-server-writes-after-reset", 18115, "reset", bad_server=True)
 
 
+def s_h2c_upgrade_curl(ctx: Ctx) -> None:
+    """curl (`--http2` on an http:// URL: HTTP/1.1 `Upgrade: h2c`, RFC 7540 3.2) against the SDK server
+    under hypercorn, in one curl run on one connection: GET /mcp (hypercorn upgrades only a request
+    without a body; the 2026-07-28 server answers GET 405 on stream 1), then with `--next` a POST
+    tools/call slow_write(steps=10) on stream 3 that curl gives up on after `--max-time 1.5`."""
+    curl = shutil.which("curl")
+    if curl is None:
+        raise ScenarioError("curl is not installed (apt-get install curl)")
+    name = "curl-h2c-upgrade-max-time"
+    port = pick_port(18116)
+    pcap, slog = OUT2 / f"{name}.pcapng", OUT2 / f"{name}.server.jsonl"
+    body = ctx.tmp / "tools-call.json"
+    body.write_bytes(tools_call_request(port, 1, "slow_write", {"steps": 10}).split(b"\r\n\r\n", 1)[1])
+    url, accept = f"http://127.0.0.1:{port}/mcp", ["-H", "accept: application/json, text/event-stream"]
+    common = ["--http2", "-sS", "-o", "/dev/null", *accept, "-H", f"mcp-protocol-version: {VERSION}"]
+    post = ["-H", "content-type: application/json", "-H", "mcp-method: tools/call", "-H", "mcp-name: slow_write"]
+    argv = [curl, *common, url, "--next", *common, *post, "--data-binary", f"@{body}", "--max-time", "1.5", url]
+    server = h2_server(ctx, name, port, slog)
+    try:
+        server.wait_ready()
+        with capture(pcap, f"tcp port {port}", ctx.logdir):
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+            (ctx.logdir / f"{name}-client.stderr").write_text(done.stderr)
+            if done.returncode != 28:  # 28: the operation timed out, as asked
+                raise ScenarioError(f"curl exited {done.returncode}: {done.stderr[-2000:]}")
+            time.sleep(0.5)
+    finally:
+        server.stop()
+    rst = check_h2(pcap, port, upgrade=True)
+    log(f"  RST_STREAM frames: {rst}; {slog.name}: {jsonl_lines(slog)} messages (port {port})")
+
+
 SCENARIOS: dict[str, Callable[[Ctx], None]] = {
     "sdk-http-clean": s_clean,
     "sdk-http-cancel-notification": s_cancel_notification,
@@ -538,6 +573,7 @@ SCENARIOS: dict[str, Callable[[Ctx], None]] = {
     "h2c-client-resets-stream": s_h2c_resets_stream,
     "h2c-client-stops-reading": s_h2c_stops_reading,
     "bad-h2-server-writes-after-reset": s_h2c_bad_server,
+    "curl-h2c-upgrade-max-time": s_h2c_upgrade_curl,
 }
 
 

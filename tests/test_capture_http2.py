@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import h2.connection
 from cancelwire.model import Anomaly, MessageEvent, TransportEvent, Vantage
 from cancelwire.readers.capture_http import Conn, ConnKind, HttpCapture
 from cancelwire.readers.capture_sessions import Sessions
 from cancelwire.readers.tcp import Closed, Reset, TcpConnection, WindowZero
+from h2.config import H2Configuration
 from h2.errors import ErrorCodes
 from hyperframe.frame import DataFrame
-from test_http2 import BODY, Wire
+from test_http2 import BODY, REQUEST, SSE, Wire
 
 EVENT = (
     b'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress",'
@@ -23,15 +25,17 @@ EVENT = (
 class Capture:
     """One HTTP/2 connection of a capture: what both endpoints write reaches the HTTP layer, frame by frame."""
 
-    def __init__(self) -> None:
-        self.wire = Wire()
+    def __init__(self, prior_knowledge: bool = True) -> None:
+        """With `prior_knowledge`, two h2 endpoints that have exchanged their prefaces; else no byte yet."""
         self.sessions = Sessions("cap.pcapng", Vantage.WIRE)
         self.http = HttpCapture(self.sessions)
         self.conn = Conn(0, TcpConnection(("10.0.0.1", 50000), ("10.0.0.2", 443)))
         self.conn.tcp.reassemble = True
         self.conn.kind = ConnKind.HTTP
         self.frame = 0
-        self.deliver()
+        if prior_knowledge:
+            self.wire = Wire()
+            self.deliver()
 
     def deliver(self) -> None:
         """Hand over what the endpoints wrote since the last call, as one frame per direction."""
@@ -156,3 +160,85 @@ def test_a_protocol_error_is_an_anomaly_naming_frame_and_stream() -> None:
         f"tcp stream 0: server→client HTTP/2 is not valid at frame {cap.frame}: HeadersFrame on stream 1: "
         "ProtocolError: Error decoding header block: Invalid table index 2174; that direction is not read further",
     )
+
+
+# -- HTTP/1.1 Upgrade: h2c (RFC 7540 3.2) ----------------------------------------------------------
+
+
+def _upgraded(capture: Capture, response: bytes, settings: bytes | None = None) -> tuple[Any, Any]:
+    """An HTTP/1.1 POST asking for h2c (with a body, as servers other than hypercorn accept), answered
+    `response`; the two h2 endpoints as they are after that 101."""
+    client = h2.connection.H2Connection(H2Configuration(client_side=True))
+    header = client.initiate_upgrade_connection() if settings is None else settings  # its preface waits
+    server = h2.connection.H2Connection(H2Configuration(client_side=False))
+    server.initiate_upgrade_connection(None if settings is not None else header)
+    server.data_to_send()
+    request = (
+        b"POST /mcp HTTP/1.1\r\nHost: mcp.test\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+        b"HTTP2-Settings: " + header + b"\r\nContent-Type: application/json\r\n"
+        b"Content-Length: " + str(len(BODY)).encode() + b"\r\n\r\n" + BODY
+    )
+    for from_client, data in ((True, request), (False, response)):
+        capture.frame += 1
+        capture.sessions.frame = capture.frame
+        capture.http.bytes(capture.conn, from_client, data)
+    return client, server
+
+
+SWITCH = b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n"
+
+
+def test_an_upgraded_request_is_answered_on_stream_1_and_later_requests_are_http2_streams() -> None:
+    cap = Capture(prior_knowledge=False)
+    client, server = _upgraded(cap, SWITCH)
+    server.send_headers(1, SSE)
+    server.send_data(1, EVENT, end_stream=True)
+    client.send_headers(3, REQUEST)
+    client.send_data(3, BODY, end_stream=True)
+    for from_client, data in ((False, server.data_to_send()), (True, client.data_to_send())):
+        cap.frame += 1
+        cap.sessions.frame = cap.frame
+        cap.http.bytes(cap.conn, from_client, data)
+    assert cap.facts() == [
+        (1, "request", "tcp0/0"),  # read as HTTP/1.1 before the switch
+        (3, "stream-opened", "tcp0/h2s1"),
+        (3, "notification", "tcp0/h2s1"),
+        (3, "closed-by-server", "tcp0/h2s1"),
+        (4, "request", "tcp0/h2s3"),
+    ]
+    assert cap.conn.open_numbers() == [3]
+
+
+def test_the_servers_frames_in_the_segment_of_the_101_are_read() -> None:
+    cap = Capture(prior_knowledge=False)
+    server = h2.connection.H2Connection(H2Configuration(client_side=False))
+    server.initiate_upgrade_connection(h2.connection.H2Connection(H2Configuration()).initiate_upgrade_connection())
+    server.send_headers(1, SSE)
+    server.send_data(1, EVENT, end_stream=True)
+    _upgraded(cap, SWITCH + server.data_to_send())
+    assert [f[1] for f in cap.facts()] == ["request", "stream-opened", "notification", "closed-by-server"]
+
+
+def test_a_bad_http2_settings_header_stops_the_client_direction_only() -> None:
+    cap = Capture(prior_knowledge=False)
+    _, server = _upgraded(cap, SWITCH, settings=b"!!not base64!!")
+    server.send_headers(1, SSE)
+    server.send_data(1, EVENT)
+    cap.frame += 1
+    cap.sessions.frame = cap.frame
+    cap.http.bytes(cap.conn, False, server.data_to_send())
+    assert cap.facts()[1] == (
+        2,
+        "http2.protocol-error",
+        "tcp stream 0: client→server HTTP/2 is not valid at frame 2: the upgrade's HTTP2-Settings header: "
+        "Error: Invalid base64-encoded string: number of data characters (9) cannot be 1 more than a multiple of 4; "
+        "that direction is not read further",
+    )
+    assert [f[1] for f in cap.facts()[2:]] == ["stream-opened", "notification"]
+
+
+def test_a_101_to_another_protocol_is_not_read_as_http2() -> None:
+    cap = Capture(prior_knowledge=False)
+    _upgraded(cap, b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+    assert cap.conn.h2 is None
+    assert cap.conn.open_numbers() == [0]  # as before: the exchange stays open, nothing more is read

@@ -76,7 +76,7 @@ def test_sections_come_verdict_first_and_inventory_last(samples_html: str) -> No
         "how-made",
     ]
     inventory = samples_html.split('<section id="inputs">')[1]
-    assert inventory.startswith("\n<h2>Inputs and sessions</h2>\n<details>\n<summary>74 input(s)")
+    assert inventory.startswith("\n<h2>Inputs and sessions</h2>\n<details>\n<summary>76 input(s)")
 
 
 def test_the_first_screen_draws_the_call_of_the_worst_finding(samples_html: str) -> None:
@@ -124,7 +124,7 @@ def test_verdict_of_an_outcome_gate_and_of_a_pass() -> None:
 def test_findings_are_worst_first_then_by_rule_id(samples_html: str) -> None:
     rows = _page(samples_html).rows
     order = [({"error": 0, "warning": 1, "info": 2}[str(r["data-severity"])], str(r["data-rule"])) for r in rows]
-    assert order == sorted(order) and len(rows) == 61
+    assert order == sorted(order) and len(rows) == 62
     assert [r["data-rule"] for r in rows][:3] == ["CW101", "CW101", "CW101"]
     assert {r["data-outcome"] for r in rows} == {"", "late-result-violation", "outcome-unverified", "verified-by-read"}
 
@@ -134,14 +134,14 @@ def test_every_link_resolves_and_findings_about_calls_link_them(samples_html: st
     assert len(page.ids) == len(set(page.ids))
     assert sorted(set(page.links) - set(page.ids)) == []
     calls = [i for i in page.ids if re.fullmatch(r"call-\d+", i)]
-    assert calls == [f"call-{n}" for n in range(1, 30)]
+    assert calls == [f"call-{n}" for n in range(1, 31)]
     for row in page.rows:
         if row["data-outcome"]:
             assert f"call-{row['data-call']}" in calls
 
 
 def test_the_verifying_read_is_shown(samples_html: str) -> None:
-    call = samples_html.split('<section class="call" id="call-29">')[1].split("</section>")[0]
+    call = samples_html.split('<section class="call" id="call-30">')[1].split("</section>")[0]
     assert (
         '<p class="read">Verifying read: <b>read_ledger</b> answered at '
         '<span class="mono">sample_captures/stdio/sdk-cancel-then-verify-by-read.jsonl:11</span>, '
@@ -210,7 +210,7 @@ def test_overview_charts_are_drawn_from_the_exchange_table(samples_html: str) ->
     ]
     outcomes = overview.split('<figure id="chart-outcomes">')[1].split("</figure>")[0]
     assert re.findall(r"<desc>([^<]*)</desc>", outcomes) == [
-        "late-result-violation: 11 call(s); outcome-unverified: 12 call(s); verified-by-read: 5 call(s); "
+        "late-result-violation: 11 call(s); outcome-unverified: 13 call(s); verified-by-read: 5 call(s); "
         "clean: 1 call(s)"
     ]
     findings = overview.split('<figure id="chart-findings">')[1].split("</figure>")[0]
@@ -218,7 +218,7 @@ def test_overview_charts_are_drawn_from_the_exchange_table(samples_html: str) ->
     assert desc.startswith("CW101 response-after-cancel: 11 finding(s) (5 error, 6 warning); CW102 progress-after")
     assert desc.endswith("CW206 sse-event-cut-off: 2 finding(s) (2 info)")  # CW506 is past the chart's rows
     latency = overview.split('<figure id="chart-latency">')[1].split("</figure>")[0]
-    assert "tools/list: median " in latency and "25 request(s) without a timed reply are not drawn." in latency
+    assert "tools/list: median " in latency and "27 request(s) without a timed reply are not drawn." in latency
     before = samples_html.split('<section id="overview">')[0]
     assert '<svg class="chart"' not in before  # the charts are in the overview (the verdict draws one call)
 

@@ -131,6 +131,20 @@ def test_a_flow_control_stall_is_stopped_reading() -> None:
     ]
 
 
+def test_curl_upgrades_to_h2c_and_its_timeout_closes_the_connection() -> None:
+    """curl --http2 on http:// (HTTP/1.1 `Upgrade: h2c`): GET /mcp upgraded (101, frame 6) and answered 405 on
+    stream 1; tools/call on stream 3 (frame 15); progress 1-7; curl's --max-time closes the connection
+    (FIN, frame 35) without RST_STREAM or GOAWAY: the 2026-07-28 cancel, and the SDK server stops."""
+    report = _report("curl-h2c-upgrade-max-time")
+    assert _findings(report) == []
+    assert _cancels(report) == [(1, "slow_write", "disconnect", "outcome-unverified", "exact")]
+    assert _transport("curl-h2c-upgrade-max-time") == [
+        (19, "stream-opened", "tcp0/h2s3"),
+        (35, "closed-by-client", "tcp0/h2s3"),
+    ]
+    assert report["sessions"][0]["protocol_version"] == "2026-07-28"
+
+
 @pytest.mark.skipif(TSHARK is None, reason="tshark is not installed")
 def test_tshark_accepts_the_display_filters_and_they_select_the_evidence() -> None:
     report = _report("bad-h2-server-writes-after-reset")

@@ -293,6 +293,8 @@ class HttpCapture:
                 self._request_end(ex, event)
             elif isinstance(event, ResponseHead):
                 self._response_head(ex, event)
+                if event.status == 101:
+                    self.h2.upgrade(conn, ex, event.headers)
             elif isinstance(event, ResponseData):
                 self.bodies.response_data(ex, event.data)
             elif isinstance(event, ResponseEnd):

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 
 from ..model import TransportKind
 from .capture_sessions import Exchange
-from .http1 import HttpEvent, ParseError, ResponseData
-from .http2 import Flood, GoAway, H2Event, StreamError, StreamReset, WindowExhausted
+from .http1 import Headers, HttpEvent, ParseError, ResponseData, header
+from .http2 import Flood, GoAway, H2Event, Http2Connection, StreamError, StreamReset, WindowExhausted
 
 if TYPE_CHECKING:
     from .capture_http import Conn, HttpCapture
@@ -43,6 +43,24 @@ class Http2Capture:
         if h2 is None:
             return
         self._events(conn, h2.feed_client(data) if from_client else h2.feed_server(data))
+
+    def upgrade(self, conn: Conn, ex: Exchange, response: Headers) -> None:
+        """A 101 to an HTTP/1.1 request with `Upgrade: h2c` (RFC 7540 3.2; RFC 9113 deprecates it, servers
+        such as hypercorn still accept it): the connection goes on as HTTP/2 and the upgraded request,
+        already read, is stream 1 (its exchange is renamed `tcp{stream}/h2s1`). Any other protocol is
+        not read, as before."""
+        switched = conn.http.switched
+        if switched is None or (header(response, "upgrade") or "").strip().lower() != "h2c":
+            return
+        request, rest = switched
+        if "h2c" not in (header(request, "upgrade") or "").lower():
+            return
+        conn.h2, events = Http2Connection.upgraded(header(request, "http2-settings") or "")
+        del conn.exchanges[ex.number]
+        ex.number, ex.http2, ex.id = 1, True, f"tcp{conn.stream}/h2s1"
+        conn.exchanges[1] = ex
+        self._events(conn, events)
+        self.bytes(conn, False, rest)
 
     def fin(self, conn: Conn, from_client: bool, at: tuple[int, float]) -> None:
         """A FIN: the client leaving closes every open stream; the server's cuts them."""

@@ -111,6 +111,8 @@ class Http1Connection:
     server_broken: bool = False
     upgraded: bool = False
     """A 101 Switching Protocols response (or CONNECT) ended HTTP/1.1 on this connection."""
+    switched: tuple[Headers, bytes] | None = None
+    """After a 101: the upgraded request's headers, and the server's bytes after the 101 (the new protocol's)."""
     client_closed: bool = False
     server_closed: bool = False
     """That side's end of stream (FIN) was fed: h11 must get no byte after it."""
@@ -273,6 +275,7 @@ class Http1Connection:
             if isinstance(event, h11.InformationalResponse):
                 if event.status_code == 101:
                     self.upgraded = True
+                    self.switched = (_headers(self._waiting[0].request.headers), bytes(self._resp.trailing_data[0]))
                     out.append(ResponseHead(exchange, 101, _text(event.reason), _headers(event.headers)))
                     return
                 continue

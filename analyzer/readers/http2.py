@@ -30,6 +30,7 @@ the frame, and that direction is not read further (HPACK state is connection-wid
 
 from __future__ import annotations
 
+import base64
 import contextlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,7 +43,7 @@ from h2.exceptions import FrameTooLargeError, H2Error
 from h2.settings import SettingCodes, Settings
 from hpack import HPACKError
 from hyperframe.exceptions import HyperframeError
-from hyperframe.frame import FRAMES, DataFrame, HeadersFrame, PushPromiseFrame
+from hyperframe.frame import FRAMES, DataFrame, HeadersFrame, PushPromiseFrame, SettingsFrame
 
 from .http1 import (
     MAX_BODY_BYTES,
@@ -199,6 +200,29 @@ class Http2Connection:
         """Request body bytes kept for streams whose request has not ended (all streams: at most
         `MAX_BODY_BYTES`, so memory does not grow with the number of open streams)."""
         self._guard = _FloodGuard()
+
+    @classmethod
+    def upgraded(cls, settings: str) -> tuple[Http2Connection, list[H2Event]]:
+        """The connection after an HTTP/1.1 `Upgrade: h2c` answered 101: stream 1 is the upgraded request,
+        complete; `settings` is its HTTP2-Settings header (base64url SETTINGS payload, the client's first
+        settings). The client's preface follows on the wire. A settings header that does not decode is a
+        ParseError: the client's settings (HPACK table, windows) are unknown, so its direction is not read."""
+        h2c = cls()
+        h2c._server.initiate_upgrade_connection()
+        h2c._client.initiate_upgrade_connection()
+        h2c._server.clear_outbound_data_buffer()
+        h2c._client.clear_outbound_data_buffer()
+        h2c._streams[1] = _Stream(h2c._initial_window, request_ended=True)
+        out: list[H2Event] = []
+        try:
+            frame = SettingsFrame(0)
+            frame.parse_body(memoryview(base64.urlsafe_b64decode(settings + "=" * (-len(settings) % 4))))
+            for event in h2c._server._receive_frame(frame):
+                h2c._client_event(event, out)
+        except (*_LIBRARY_ERRORS, ValueError) as exc:
+            h2c.client_broken = True
+            out.append(ParseError(True, f"the upgrade's HTTP2-Settings header: {_why(exc)}", 1))
+        return h2c, out
 
     def open_exchanges(self) -> list[int]:
         """Streams whose response has not ended, oldest first."""
