@@ -52,6 +52,8 @@ class Issue:
     """Among like issues (same rule, identity) in report order, from 1."""
     suppressed: str | None = None
     """Why it is accepted (the settings file's reason), if it is."""
+    suppression: int | None = None
+    """Which `[[suppress]]` entry accepted it (its index in the settings file's order); the first that matches."""
     known: bool = False
     """The baseline holds it."""
 
@@ -80,6 +82,8 @@ class Tally:
     suppressed: int = 0
     stale: list[dict[str, Any]] = field(default_factory=list)
     """Baseline entries that no longer occur (the file can be shrunk)."""
+    by_suppression: list[int] = field(default_factory=list)
+    """Issues each `[[suppress]]` entry accepted, in the settings file's order; 0: stale, it can go."""
 
 
 class Triage:
@@ -116,13 +120,14 @@ class Triage:
         if self._tally is None and self.baseline is None and not self.suppressions:
             self._tally = self._counted()
         if self._tally is None:
-            tally = Tally()
+            tally = Tally(by_suppression=[0] * len(self.suppressions))
             seen: set[str] = set()
             for issue in self:
                 seen.add(issue.fingerprint)
                 tally.failing += issue.fails(self.fail_on)
-                if issue.suppressed is not None:
+                if issue.suppression is not None:
                     tally.suppressed += 1
+                    tally.by_suppression[issue.suppression] += 1
                 elif issue.known:
                     tally.known += 1
                 else:
@@ -154,6 +159,26 @@ class Triage:
         if not self.result.readable:
             return ExitStatus.USAGE
         return ExitStatus.FINDINGS if self.tally().failing else ExitStatus.PASSED
+
+    def suppressions_used(self) -> list[dict[str, Any]]:
+        """Each `[[suppress]]` entry with how many issues it accepted (`stale` when none: it can go), as
+        plain data for every format."""
+        counts = self.tally().by_suppression
+        return [
+            {
+                "number": number,
+                "rule": s.rule,
+                "server": s.server,
+                "tool": s.tool,
+                "method": s.method,
+                "path": s.path,
+                "reason": s.reason,
+                "described": s.describe(),
+                "suppressed": count,
+                "stale": count == 0,
+            }
+            for number, (s, count) in enumerate(zip(self.suppressions, counts, strict=True), 1)
+        ]
 
     def session(self, key: str | None) -> Session | None:
         return self._sessions.get(key) if key is not None else None
@@ -204,11 +229,12 @@ class Triage:
     def _issue(self, fingerprints: Fingerprinter, fields: dict[str, Any], identity: Identity) -> Issue:
         fingerprint, ordinal = fingerprints.next(fields["code"], identity)
         issue = Issue(**fields, identity=identity, fingerprint=fingerprint, ordinal=ordinal)
-        reason = next((s.reason for s in self.suppressions if s.matches(issue)), None)
+        index = next((n for n, s in enumerate(self.suppressions) if s.matches(issue)), None)
         known = self.baseline is not None and fingerprint in self.baseline.entries
-        if reason is None and not known:
+        if index is None and not known:
             return issue
-        return replace(issue, suppressed=reason, known=known)
+        reason = self.suppressions[index].reason if index is not None else None
+        return replace(issue, suppressed=reason, suppression=index, known=known)
 
 
 def _server_name(session: Session) -> str | None:

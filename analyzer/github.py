@@ -65,10 +65,18 @@ def write(triage: Triage, out: TextIO, summary: Path | None = None) -> None:
         parts.append(f"{left_out} not annotated (over {MAX_PER_SEVERITY} of one severity)")
     if tally.known or triage.baseline is not None:
         parts.append(f"{tally.known} known to the baseline, {len(tally.stale)} baseline entr(ies) no longer seen")
-    if tally.suppressed:
-        parts.append(f"{tally.suppressed} suppressed in the settings file")
+    used = triage.suppressions_used()
+    if used:
+        each = ", ".join(f"suppress.{u['number']}: {'stale' if u['stale'] else u['suppressed']}" for u in used)
+        parts.append(f"{tally.suppressed} suppressed in the settings file ({each})")
     gate = triage.fail_on.value if triage.fail_on else "never"
     out.write(f"::notice title=cancelwire::{escape_data('; '.join(parts))} (fail-on {gate})\n")
+    settings = triage.result.made.settings_file
+    where = f" file={escape_property(settings)}," if settings else " "
+    for u in used:
+        if u["stale"]:
+            text = f"suppress.{u['number']} matched nothing: remove it from the settings file ({u['described']})"
+            out.write(f"::notice{where}title=cancelwire stale suppression::{escape_data(text)}\n")
     if summary is not None:
         with summary.open("a", encoding="utf-8") as md:
             write_report(triage.result, "md", md, triage)

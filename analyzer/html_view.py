@@ -77,6 +77,9 @@ def verdict(triage: Triage) -> Verdict:
         notes.append(f"{tally.known} issue(s) known to the baseline do not count")
     if tally.suppressed:
         notes.append(f"{tally.suppressed} issue(s) accepted in the settings file do not count")
+    stale = tally.by_suppression.count(0)
+    if stale:
+        notes.append(f"{stale} suppression(s) in the settings file matched nothing (stale: they can go)")
     new = sum(tally.new.values())
     if fail_on is None:
         notes.append(f"{new} new issue(s), none of which can fail the run")

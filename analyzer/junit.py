@@ -154,6 +154,26 @@ def _suite(root: ET.Element, source: str, cases: Iterable[_Case], triage: Triage
     return counts
 
 
+def _suppressions_suite(root: ET.Element, triage: Triage) -> int:
+    """The settings file's `[[suppress]]` entries, one test case each: passed with what it accepted, or
+    skipped when it matched nothing (stale: it can go). Returns how many."""
+    path = triage.result.made.settings_file or "settings file"
+    suite = ET.SubElement(root, "testsuite", name=xml_text(path), file=xml_text(path))
+    used = triage.suppressions_used()
+    for entry in used:
+        name = f"suppress.{entry['number']} {entry['rule']}"
+        case = ET.SubElement(suite, "testcase", classname="suppressions", name=xml_text(name), time="0")
+        case.set("file", xml_text(path))
+        if entry["stale"]:
+            message = f"stale: matched nothing, remove it ({entry['described']})"
+            ET.SubElement(case, "skipped", message=xml_text(message))
+        else:
+            ET.SubElement(case, "system-out").text = xml_text(f"suppressed {entry['suppressed']}: {entry['described']}")
+    stale = sum(1 for entry in used if entry["stale"])
+    suite.attrib.update(tests=str(len(used)), failures="0", errors="0", skipped=str(stale), time="0")
+    return len(used)
+
+
 def write(triage: Triage, out: TextIO) -> None:
     suites = _collect(triage)
     root = ET.Element("testsuites", name="cancelwire")
@@ -170,6 +190,8 @@ def write(triage: Triage, out: TextIO) -> None:
         counts = _suite(root, source, suites.cases[source].values(), triage)
         totals["tests"] += sum(counts.values())
         totals["failures"] += counts["failed"]
+    if triage.suppressions:
+        totals["tests"] += _suppressions_suite(root, triage)
     root.attrib.update({k: str(v) for k, v in totals.items()}, time="0")
     ET.indent(root)
     out.write('<?xml version="1.0" encoding="UTF-8"?>\n')

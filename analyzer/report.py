@@ -423,6 +423,8 @@ def write(
     verdict of TRIAGE (the gate, baseline and suppressions the exit status follows; default: --fail-on
     error)."""
     report = _build(result, fmt)
+    if triage is not None and triage.suppressions:  # each with what it accepted, or stale
+        report["suppressions"] = triage.suppressions_used()
     if fmt == "json":
         _write_json(report, out)
         return

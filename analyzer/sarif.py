@@ -139,6 +139,12 @@ def _absent(entry: dict[str, Any], index: int | None) -> dict[str, Any]:
     return result
 
 
+def _stale_suppression(used: dict[str, Any]) -> dict[str, Any]:
+    """A settings-file suppression that matched nothing, as a configuration note (it can go)."""
+    text = f"suppress.{used['number']} matched nothing (stale, remove it): {used['described']}"
+    return {"level": "note", "message": {"text": text}}
+
+
 def build(triage: Triage) -> dict[str, Any]:
     result = triage.result
     descriptors = [_rule_descriptor(rule) for rule in result.rules]
@@ -157,6 +163,13 @@ def build(triage: Triage) -> dict[str, Any]:
     invocation: dict[str, Any] = {"executionSuccessful": True, "exitCode": triage.exit_status()}
     if notifications:
         invocation["toolExecutionNotifications"] = notifications
+    properties: dict[str, Any] = {"failOn": triage.fail_on.value if triage.fail_on else "never"}
+    used = triage.suppressions_used()
+    if used:
+        properties["suppressions"] = [{k: v for k, v in u.items() if k != "described"} for u in used]
+        stale = [_stale_suppression(u) for u in used if u["stale"]]
+        if stale:
+            invocation["toolConfigurationNotifications"] = stale
     return {
         "$schema": SCHEMA_URI,
         "version": "2.1.0",
@@ -173,7 +186,7 @@ def build(triage: Triage) -> dict[str, Any]:
                 "invocations": [invocation],
                 "columnKind": "unicodeCodePoints",
                 "results": results,
-                "properties": {"failOn": triage.fail_on.value if triage.fail_on else "never"},
+                "properties": properties,
             }
         ],
     }

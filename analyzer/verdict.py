@@ -6,6 +6,7 @@ outcomes, suppressions, the baseline, `--fail-on`) and cannot disagree with it:
 
     FAIL: 1 error, 2 warnings, 1 outcome-unverified (warning) in 3 sessions (gate: --fail-on error)
     PASS: 2 warnings in 3 sessions (gate: --fail-on error; 4 known to the baseline, 1 suppressed)
+    PASS: no findings in 1 session (gate: --fail-on error; 1 stale suppression (matched nothing))
     PASS: no findings in 1 session (gate: --fail-on error)
     ERROR: nothing could be read (2 inputs)
 
@@ -49,6 +50,8 @@ def verdict(triage: Triage) -> dict[str, Any]:
         counts += [f"{n} {outcome} ({severity})" for (outcome, severity), n in sorted(outcomes.items())]
         gated = [gate, *([f"{known} known to the baseline"] if known else [])]
         gated += [f"{suppressed} suppressed"] if suppressed else []
+        stale = tally.by_suppression.count(0)
+        gated += [f"{plural(stale, 'stale suppression')} (matched nothing)"] if stale else []
         text = f"{', '.join(counts) or 'no findings'} in {plural(sessions, 'session')} (gate: {'; '.join(gated)})"
     return {
         "status": _WORD[status].lower(),

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import jsonschema
 import pytest
 from cancelwire.gates import Triage
 from cancelwire.model import Outcome, Severity
@@ -131,7 +133,10 @@ def test_a_suppression_with_its_reason_is_shown_in_every_format(tmp_path: Path) 
     for fmt in ("md", "html"):
         assert "appends are idempotent" in run("audit", UNVERIFIED, "--format", fmt, cwd=tmp_path).stdout
     github = run("audit", UNVERIFIED, "--format", "github", "--fail-on", "warning", cwd=tmp_path).stdout
-    assert github == "::notice title=cancelwire::0 new issue(s); 1 suppressed in the settings file (fail-on warning)\n"
+    assert github == (
+        "::notice title=cancelwire::0 new issue(s); 1 suppressed in the settings file (suppress.1: 1)"
+        " (fail-on warning)\n"
+    )
     sarif = json.loads(run("audit", UNVERIFIED, "--format", "sarif", cwd=tmp_path).stdout)
     (result,) = sarif["runs"][0]["results"]
     assert result["suppressions"] == [{"kind": "external", "justification": "appends are idempotent"}]
@@ -143,3 +148,71 @@ def test_a_suppression_with_its_reason_is_shown_in_every_format(tmp_path: Path) 
     other = (tmp_path / "cancelwire.toml").read_text().replace("append_ledger", "other_tool")
     (tmp_path / "cancelwire.toml").write_text(other)
     assert run("audit", UNVERIFIED, "--fail-on", "warning", cwd=tmp_path).returncode == 1  # the filter must match
+
+
+SETTINGS = (
+    '[[suppress]]\nrule = "outcome-unverified"\ntool = "append_ledger"\nreason = "appends are idempotent"\n\n'
+    '[[suppress]]\nrule = "CW101"\nserver = "retired-server"\nreason = "fixed in 2.1 (#40)"\n'
+)
+USED = "outcome-unverified, tool append_ledger: appends are idempotent"
+STALE = "CW101, server retired-server: fixed in 2.1 (#40)"
+
+
+def test_each_suppression_says_what_it_matched_and_an_unused_one_is_stale_in_every_format(tmp_path: Path) -> None:
+    """A CI user shrinks the settings file as they shrink a baseline: every format says how many issues
+    each [[suppress]] entry accepted, and lists one that matched nothing as stale."""
+    from test_reports import SCHEMA
+
+    settings = tmp_path / "cancelwire.toml"
+    settings.write_text(SETTINGS)
+
+    def audit_as(fmt: str) -> str:
+        proc = run("audit", UNVERIFIED, "--format", fmt, "--fail-on", "warning", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr  # the one issue is accepted
+        return proc.stdout
+
+    text = audit_as("text").splitlines()
+    at = text.index(f"Suppressions in {settings}")
+    assert text[at : at + 3] == [
+        f"Suppressions in {settings}",
+        f"  suppress.1  suppressed 1  {USED}",
+        f"  suppress.2  stale: matched nothing, remove it  {STALE}",
+    ]
+    assert text[-1] == (
+        "PASS: no findings in 1 session (gate: --fail-on warning; 1 suppressed; 1 stale suppression (matched nothing))"
+    )
+    report = json.loads(audit_as("json"))
+    jsonschema.validate(report, SCHEMA)
+    assert [
+        (s["number"], s["rule"], s["server"], s["tool"], s["suppressed"], s["stale"]) for s in report["suppressions"]
+    ] == [
+        (1, "outcome-unverified", None, "append_ledger", 1, False),
+        (2, "CW101", "retired-server", None, 0, True),
+    ]
+    md = audit_as("md")
+    assert "- suppress.2: **stale**: matched nothing, remove it (CW101\\, server retired\\-server\\:" in md
+    assert "- suppress.1: suppressed 1 (outcome\\-unverified\\, tool append\\_ledger\\:" in md
+    html = audit_as("html")
+    assert "<td><code>suppress.1</code></td><td>1</td>" in html
+    assert '<tr class="stale"><td><code>suppress.2</code></td><td>stale: matched nothing, remove it</td>' in html
+    assert '<li class="sub">1 suppression(s) in the settings file matched nothing (stale: they can go)</li>' in html
+    sarif = json.loads(audit_as("sarif"))["runs"][0]
+    assert [(s["number"], s["suppressed"], s["stale"]) for s in sarif["properties"]["suppressions"]] == [
+        (1, 1, False),
+        (2, 0, True),
+    ]
+    assert sarif["invocations"][0]["toolConfigurationNotifications"] == [
+        {"level": "note", "message": {"text": f"suppress.2 matched nothing (stale, remove it): {STALE}"}}
+    ]
+    junit = ET.fromstring(audit_as("junit"))
+    (suite,) = [s for s in junit.iter("testsuite") if s.get("name") == str(settings)]
+    assert [(c.get("name"), [(e.tag, e.get("message") or e.text) for e in c]) for c in suite] == [
+        ("suppress.1 outcome-unverified", [("system-out", f"suppressed 1: {USED}")]),
+        ("suppress.2 CW101", [("skipped", f"stale: matched nothing, remove it ({STALE})")]),
+    ]
+    assert audit_as("github").splitlines() == [
+        "::notice title=cancelwire::0 new issue(s); 1 suppressed in the settings file "
+        "(suppress.1: 1, suppress.2: stale) (fail-on warning)",
+        f"::notice file={settings},title=cancelwire stale suppression::suppress.2 matched nothing: "
+        f"remove it from the settings file ({STALE})",
+    ]
