@@ -20,11 +20,14 @@ increasing run) are the anchors the merged stream is built around.
 from __future__ import annotations
 
 import bisect
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+
+from .timestamps import plausible
 
 __all__ = ["ClockFit", "Contribution", "Flow", "Item", "Matching", "MergeSummary", "fit_clock", "in_order", "match"]
 
@@ -227,7 +230,7 @@ def fit_clock(seen: Sequence[tuple[Item, Item]]) -> ClockFit | None:
     bounds: list[_Bound] = []
     by_exchange: dict[Hashable, list[_Bound]] = defaultdict(list)
     for x, y in seen:
-        if x.ts is None or y.ts is None:
+        if x.ts is None or y.ts is None or not (plausible(x.ts) and plausible(y.ts)):
             continue
         upper = None if x.flow is Flow.SAME else x.flow is Flow.A_TO_B
         bound = _Bound(x.ts, y.ts - x.ts, upper)
@@ -245,7 +248,11 @@ def fit_clock(seen: Sequence[tuple[Item, Item]]) -> ClockFit | None:
         points = [(statistics.fmean(bd.t for bd in bounds), (lo + hi) / 2, abs(hi - lo) / 2)]
     kept, rejected = _robust(points)
     offset, drift, t0 = _line(kept)
-    return _bounded(bounds, kept, offset, drift, t0, rejected)
+    fit = _bounded(bounds, kept, offset, drift, t0, rejected)
+    # the bounds are finite, but a fit over them can still reach inf (weights of 1e6 on offsets of
+    # 4e9): no number it gives would place anything, so there is no clock
+    finite = all(math.isfinite(v) for v in (fit.offset, fit.drift, fit.t0, fit.uncertainty))
+    return fit if finite else None
 
 
 def _midpoint(group: list[_Bound]) -> tuple[float, float, float] | None:

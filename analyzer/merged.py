@@ -18,7 +18,7 @@ messages around them, by the aligned clock within that span, and take the primar
 from __future__ import annotations
 
 import hashlib
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -47,6 +47,8 @@ LOG_LATENCY = 0.002
 before the secondary's time puts one of its events ahead of the primary's)."""
 MIN_SHARED = 3
 """Messages two sessions must share, and at least half of the smaller one's, to be one session."""
+MAX_FANOUT = 64
+"""A message held by more sessions of the other recording than this tells none of them apart."""
 
 
 @dataclass(slots=True)
@@ -78,14 +80,16 @@ def merge_recordings(first: Recording, second: Recording) -> Merged:
     """Pair the sessions both recordings hold and merge each pair; the rest is judged on its own."""
     loose_a, sessions_a = _split(first.events)
     loose_b, sessions_b = _split(second.events)
-    pairs = _pair_sessions(sessions_a, sessions_b)
+    pairs, ambiguous = _pair_sessions(sessions_a, sessions_b)
     merged: list[Event] = []
     summaries: list[MergeSummary] = []
+    if ambiguous:
+        merged.append(_ambiguous(first, second, [sessions_a[k] for k in ambiguous]))
     for key_a, key_b in pairs:
         events, summary = _merge_pair(first, sessions_a.pop(key_a), second, sessions_b.pop(key_b))
         merged.extend(events)
         summaries.append(summary)
-    if not pairs:
+    if not pairs and not ambiguous:
         merged.append(_no_common_session(first, second))
     groups = [
         (first.name, first.reader, loose_a + [e for s in sessions_a.values() for e in s.events]),
@@ -124,21 +128,28 @@ def content_key(event: MessageEvent) -> Hashable | None:
     return (event.direction.value, m.kind.value, m.id, m.method, digest)
 
 
-def _pair_sessions(a: dict[str, _Session], b: dict[str, _Session]) -> list[tuple[str, str]]:
+def _pair_sessions(a: dict[str, _Session], b: dict[str, _Session]) -> tuple[list[tuple[str, str]], list[str]]:
     """Greedily, the pairs of sessions sharing the most messages (at least `MIN_SHARED` and half the
-    smaller one's); each session joins one pair at most."""
+    smaller one's); each session joins one pair at most. Also the sessions of A that cannot be told
+    apart: only messages held by more than `MAX_FANOUT` sessions of B (every run's identical
+    `initialize`) are counted, so the work is bounded by A's messages times `MAX_FANOUT`, never A's
+    sessions times B's; a session with no rarer message gets no candidate and is named."""
     where: dict[Hashable, set[str]] = defaultdict(set)
     for key_b, session in b.items():
         for k in session.keys:
             if k is not None:
                 where[k].add(key_b)
-    sizes_b = {key: len({k for k in s.keys if k is not None}) for key, s in b.items()}
+    distinct_b = {key: {k for k in s.keys if k is not None} for key, s in b.items()}
     scored: list[tuple[int, str, str]] = []
+    ambiguous: list[str] = []
     for key_a, session in a.items():
         distinct = {k for k in session.keys if k is not None}
-        shared: Counter[str] = Counter(key_b for k in distinct for key_b in where.get(k, ()))
-        for key_b, count in shared.items():
-            if count >= MIN_SHARED and 2 * count >= min(len(distinct), sizes_b[key_b]):
+        candidates = {key_b for k in distinct if len(where.get(k, ())) <= MAX_FANOUT for key_b in where.get(k, ())}
+        if not candidates and any(len(where.get(k, ())) > MAX_FANOUT for k in distinct):
+            ambiguous.append(key_a)
+        for key_b in candidates:
+            count = len(distinct & distinct_b[key_b])
+            if count >= MIN_SHARED and 2 * count >= min(len(distinct), len(distinct_b[key_b])):
                 scored.append((count, key_a, key_b))
     pairs: list[tuple[str, str]] = []
     used_a: set[str] = set()
@@ -149,7 +160,7 @@ def _pair_sessions(a: dict[str, _Session], b: dict[str, _Session]) -> list[tuple
             used_a.add(key_a)
             used_b.add(key_b)
     order = {key: n for n, key in enumerate(a)}
-    return sorted(pairs, key=lambda p: order[p[0]])
+    return sorted(pairs, key=lambda p: order[p[0]]), ambiguous
 
 
 def _vantage(session: _Session) -> Vantage:
@@ -333,6 +344,22 @@ def _unaligned(evidence: Evidence) -> Anomaly:
         "merge.clock-unaligned",
         f"no request and reply seen by both {evidence.primary_name} and {evidence.secondary_name} bound the "
         "clock offset from both sides: the recordings are merged by message order only",
+    )
+
+
+def _ambiguous(first: Recording, second: Recording, sessions: list[_Session]) -> Anomaly:
+    start = sessions[0].start
+    names = ", ".join(s.start.session_key for s in sessions[:3] if s.start is not None)
+    more = f" and {len(sessions) - 3} more" if len(sessions) > 3 else ""
+    return Anomaly(
+        0,
+        None,
+        start.origin if start is not None else Origin(first.name),
+        None,
+        "merge.sessions-ambiguous",
+        f"{len(sessions)} session(s) of {first.name} ({names}{more}) hold only messages that more than "
+        f"{MAX_FANOUT} sessions of {second.name} hold too: which of them is the same session cannot be told, "
+        "so they are not merged and each is judged on its own",
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -225,6 +226,7 @@ def audit_merged(
     """`--merge`: two recordings read whole, their common sessions merged (merged.py) and judged once."""
     if len(items) != 2:
         raise CancelwireError(f"--merge takes two recordings of one session; got {len(items)} inputs")
+    _refuse_one_file_twice(items)
     recordings, summaries = [], []
     for item in items:
         if isinstance(item, Partial):
@@ -242,6 +244,25 @@ def audit_merged(
     for name, reader, events in groups:
         judge(events, name, reader, rules, options, into, on_exchange=on_exchange, rows=rows)
     return summaries
+
+
+def _refuse_one_file_twice(items: list[InputSource | Partial]) -> None:
+    """A recording merged with itself agrees with itself on everything and proves nothing."""
+    first, second = items
+    if not (isinstance(first, InputSource) and isinstance(second, InputSource)):
+        return
+    if first.path is not None and second.path is not None and _same_file(first.path, second.path):
+        raise CancelwireError(
+            f"--merge was given one recording twice ({first.name} and {second.name})",
+            "give the two recordings of one session made at two points (a client's log and the server's)",
+        )
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _hint_same_sessions(rules: Sequence[Rule], into: Merged) -> None:

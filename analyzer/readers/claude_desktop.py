@@ -18,6 +18,7 @@ line. The host wrote the log, so the vantage is the client's unless `--vantage` 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from datetime import datetime
@@ -139,11 +140,12 @@ def _json_end(text: str) -> int | None:
     return None
 
 
-def _epoch(stamp: str) -> float | None:
+def _epoch(stamp: str) -> float:
+    """NaN when the stamp is not a date (month 13): the message factory names it as no clock reading."""
     try:
         return datetime.fromisoformat(stamp).timestamp()
     except ValueError:
-        return None
+        return math.nan
 
 
 READER = ClaudeDesktopReader()

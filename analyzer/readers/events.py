@@ -13,11 +13,14 @@ from orjson import loads as _loads
 
 from ..jsonrpc import EXCERPT_CHARS, classify_one, decode_text, excerpt
 from ..model import Anomaly, Direction, Event, Message, MessageEvent, Origin, RequestId
+from ..timestamps import plausible
 from .lines import DEFAULT_MAX_LINE_BYTES, RawLine
 
 _JSONRPC_MEMBER = re.compile(r'"jsonrpc"\s*:\s*"2\.0"')
 UNREAD_MESSAGE = "input.unrecognized-line"
 """The anomaly for a line that holds a JSON-RPC message but is not a message line of its format."""
+IMPLAUSIBLE_TIME = "input.implausible-time"
+"""The anomaly for a line whose time cannot be a clock reading (see `timestamps`)."""
 
 
 def holds_jsonrpc(text: str) -> bool:
@@ -54,6 +57,11 @@ class EventFactory:
         """A line that holds a JSON-RPC message the reader could not take as one (a damaged prefix,
         or a program's own output): said, never dropped silently."""
         return self.anomaly(line, None, session_key, UNREAD_MESSAGE, f"{why}; not read: {text[:80]!r}")
+
+    def implausible_time(self, line: int, session_key: str | None, ts: float) -> Anomaly:
+        shown = "not a date" if ts != ts else f"{ts:.17g} s since 1970"
+        what = f"the line's time ({shown}) cannot be a clock reading (before 1970 or after 2106)"
+        return self.anomaly(line, None, session_key, IMPLAUSIBLE_TIME, what + "; its messages are kept without a time")
 
     def line_problems(self, raw: RawLine, session_key: str | None) -> Iterator[Anomaly]:
         """Anomalies every text format shares (size, an input ended early); the caller skips the line
@@ -118,7 +126,11 @@ class EventFactory:
         unterminated: bool = False,
         not_json_name: str = "input.non-json-line",
     ) -> Iterator[Event]:
-        """Events for one JSON-RPC text: messages, or anomalies naming what is wrong."""
+        """Events for one JSON-RPC text: messages, or anomalies naming what is wrong. A `ts` that is no
+        clock reading (NaN: a stamp that is not a date) is named and the messages keep no time."""
+        if ts is not None and not plausible(ts):
+            yield self.implausible_time(line, session_key, ts)
+            ts = None
         if text.__class__ is str:
             event = self.simple_message(text, line, ts, session_key, direction)
             if event is not None:

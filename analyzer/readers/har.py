@@ -23,9 +23,11 @@ is a client close of its stream at the time the HAR gives, or at an unknown time
 from __future__ import annotations
 
 import heapq
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 
@@ -123,7 +125,7 @@ class HarEvents:
             yield self.anomaly(piece.line, "har.entry-unreadable", f"entry {piece.index} skipped: {piece.problem}")
             return
         try:
-            value = orjson.loads(piece.data)
+            value = _loads(piece.data)
         except orjson.JSONDecodeError as exc:
             where = f"byte {piece.offset + exc.pos}" if isinstance(exc.pos, int) else f"byte {piece.offset}"
             what = f"{piece.part.value} {piece.index} skipped: not JSON at {where}: {exc.msg}"
@@ -204,6 +206,20 @@ class HarEvents:
     def session_key(self, exchange: HarExchange) -> str:
         sid = exchange.header("mcp-session-id")
         return f"{self.source}#{sid}" if sid else f"{self.source}#{exchange.host or '?'}"
+
+
+def _loads(data: bytes) -> Any:
+    """An entry's JSON. Tools written in Python (`json.dumps`) write a timing they could not measure as
+    `NaN` or `Infinity`, which is not JSON: such an entry is read by the standard library (which takes
+    them, and a number past a double as `inf`); a phase that is not finite counts as not recorded, as
+    HAR's -1 does. The scanner has bounded the entry's depth, so that parser cannot recurse deeply."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        try:
+            return json.loads(data)
+        except ValueError:
+            raise exc from None
 
 
 READER = HarReader()

@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..timestamps import plausible
+
 MAX_HEADERS = 1000
 """Headers read per message; a real request has a few dozen."""
 _BEFORE_SEND = ("blocked", "dns", "connect")
@@ -151,7 +153,10 @@ def _started(value: Any) -> float:
         raise EntryProblem(f"startedDateTime {value[:60]!r} is not an ISO 8601 time") from None
     if when.tzinfo is None:  # HAR 1.2 requires the offset; without one, UTC is the only honest guess
         when = when.replace(tzinfo=UTC)
-    return when.timestamp()
+    started = when.timestamp()
+    if not plausible(started):  # year 0001 or 9999: entries are ordered by it, so it cannot be left out
+        raise EntryProblem(f"startedDateTime {value[:60]!r} cannot be a clock reading (before 1970 or after 2106)")
+    return started
 
 
 def _headers(value: Any) -> dict[str, str]:

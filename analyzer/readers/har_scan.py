@@ -108,6 +108,9 @@ class Scanner:
         """File offset of the current chunk's first byte."""
         self._lines = 1
         """Line number at the current chunk's first byte."""
+        self._counted = (0, 1)
+        """(position in the current chunk, its line): lines are counted on from there, never again
+        from the chunk's start, or a chunk of many small entries costs its size once per entry."""
         self.entries = 0
         self._element_named = False
         """The current element of `log.entries` was already yielded (as a value that is no entry)."""
@@ -133,6 +136,16 @@ class Scanner:
     def _advance(self, chunk: bytes) -> None:
         self._base += len(chunk)
         self._lines += chunk.count(b"\n")
+        self._counted = (0, self._lines)
+
+    def _line_at(self, chunk: bytes, at: int) -> int:
+        """The line of `chunk[at]`; positions asked for only grow within a chunk."""
+        pos, line = self._counted
+        if at < pos:
+            pos, line = 0, self._lines
+        line += chunk.count(b"\n", pos, at)
+        self._counted = (at, line)
+        return line
 
     def _chunk(self, chunk: bytes) -> Iterator[Piece]:
         pos, size = 0, len(chunk)
@@ -166,7 +179,7 @@ class Scanner:
             return None
         self._element_named = True
         self.entries += 1
-        line = self._lines + chunk.count(b"\n", 0, at)
+        line = self._line_at(chunk, at)
         return Piece(Part.ENTRY, self.entries - 1, line, self._base + at, None, "an entry must be an object")
 
     def _char(self, chunk: bytes, at: int, char: int) -> Piece | None:
@@ -281,7 +294,7 @@ class Scanner:
     # -- cutting values out ----------------------------------------------------------------------
 
     def _start(self, chunk: bytes, at: int, part: Part, index: int) -> None:
-        line = self._lines + chunk.count(b"\n", 0, at)
+        line = self._line_at(chunk, at)
         self._capture = _Capture(part, index, line, self._base + at, len(self._stack) - 1, bytearray(), at)
 
     def _keep_rest(self, chunk: bytes) -> None:
@@ -305,7 +318,7 @@ class Scanner:
                 self._fail(chunk, i, what)
 
     def _fail(self, chunk: bytes, at: int, what: str) -> None:
-        raise HarSyntaxError(self._lines + chunk.count(b"\n", 0, at), self._base + at, what)
+        raise HarSyntaxError(self._line_at(chunk, at), self._base + at, what)
 
     def _finish(self) -> None:
         if self._in_string or self._stack:

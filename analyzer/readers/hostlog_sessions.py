@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator
 
 from ..jsonrpc import decode_text
 from ..model import Direction, Event, Message, MessageKind, SessionStart, Side, Transport, Vantage
+from ..timestamps import plausible
 from .base import ReadOptions
 from .events import EventFactory
 from .source import InputSource
@@ -165,7 +166,7 @@ class LogSessions:
         self._state[group] = (number, True)
         yield SessionStart(
             self.factory.next_seq(),
-            ts,
+            ts if ts is not None and plausible(ts) else None,  # the message names a bad one
             self.factory.origin(line),
             self.key(group),
             self.transport,

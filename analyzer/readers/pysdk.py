@@ -30,6 +30,7 @@ Streamable HTTP transport logs no received messages, so its logs are not read he
 from __future__ import annotations
 
 import ast
+import math
 import re
 import warnings
 from collections.abc import Iterator
@@ -180,7 +181,7 @@ def _epoch(prefix: str) -> float | None:
     try:
         stamp = datetime.fromisoformat(f"{day}T{clock}").replace(tzinfo=UTC).timestamp()
     except ValueError:
-        return None
+        return math.nan  # a stamp that is not a date: the message factory names it
     return round(stamp + (int(fraction) / 10 ** len(fraction) if fraction else 0.0), 6)
 
 

@@ -40,6 +40,7 @@ channel does not say (HTTP servers log the same message lines).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -112,12 +113,13 @@ class VSCodeReader:
             )
 
 
-def _epoch(stamp: str) -> float | None:
-    """Local time without a zone, read as UTC (see the module docstring)."""
+def _epoch(stamp: str) -> float:
+    """Local time without a zone, read as UTC (see the module docstring); NaN when the stamp is not a
+    date (month 13, year 0), which the message factory names as no clock reading."""
     try:
         return datetime.fromisoformat(stamp).replace(tzinfo=UTC).timestamp()
     except ValueError:
-        return None
+        return math.nan
 
 
 READER = VSCodeReader()
