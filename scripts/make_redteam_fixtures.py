@@ -135,9 +135,143 @@ def sessions_ambiguous() -> None:
     )
 
 
+def har(entries: list[Message], creator: str = "WebInspector") -> str:
+    return json.dumps({"log": {"version": "1.2", "creator": {"name": creator}, "entries": entries}}, indent=1)
+
+
+def har_entry(body: Message, reply: Message | None, *, sid: str = "s1", **extra: Any) -> Message:
+    """A POST of `body`, answered with `reply` (None: no response, `_error` in `extra`)."""
+    headers = [{"name": "Mcp-Session-Id", "value": sid}, {"name": "MCP-Protocol-Version", "value": "2025-11-25"}]
+    entry: Message = {
+        "startedDateTime": extra.pop("started", "2026-07-24T09:30:00.000Z"),
+        "request": {"method": "POST", "url": extra.pop("url", "https://mcp.test/mcp"), "headers": headers},
+        "response": {"status": 0 if reply is None else 200, "headers": [], "content": {"mimeType": "application/json"}},
+        "timings": extra.pop("timings", {"send": 1, "wait": 5, "receive": 1}),
+    }
+    entry["request"]["postData"] = {"mimeType": "application/json", "text": json.dumps(body)}
+    if reply is not None:
+        entry["response"]["content"] |= {"size": len(json.dumps(reply)), "text": json.dumps(reply)}
+    entry["response"] |= extra
+    return entry
+
+
+def corpus_case(folder: str, name: str, ext: str, data: str | None, spec: list[str]) -> Path:
+    target = CORPUS / folder / f"{name}.{ext}"
+    if data is not None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(data, encoding="utf-8")
+    text(CORPUS / folder / f"{name}.expect.toml", ['owner = "redteam (scripts/make_redteam_fixtures.py)"', *spec])
+    return target
+
+
+def corpus() -> None:
+    late = ["2026-07-24T09:30:00.100Z", "9999-12-31T23:59:59.000Z"]
+    entries = [har_entry(CALL, None, started=late[0], _error="net::ERR_FAILED")]
+    entries.append(har_entry(res(7), {}, started=late[1]))
+    corpus_case(
+        "har",
+        "started-year-9999",
+        "har",
+        har(entries),
+        [
+            'why = "a startedDateTime of year 9999 was read as a time: gaps of thousands of years in every verdict"',
+            "exit = 0",
+            'findings = ["har-entry-unreadable", "har-request-failed"]',
+        ],
+    )
+    nan = har(entries[:1]).replace('"send": 1', '"send": NaN').replace('"wait": 5', '"wait": Infinity')
+    corpus_case(
+        "har",
+        "nan-timing",
+        "har",
+        nan,
+        [
+            'why = "a timing written NaN (Python json.dumps) made the whole entry unreadable: its request was lost"',
+            "exit = 0",
+            'findings = ["har-request-failed"]',
+        ],
+    )
+    hostile = [har_entry(req(HOSTILE, HOSTILE, {"name": HOSTILE}), res(HOSTILE), sid=HOSTILE, url=HOSTILE)]  # type: ignore[arg-type]
+    hostile.append(har_entry(req(3, "tools/call", {"name": HOSTILE}), None, sid=HOSTILE, _error=HOSTILE))
+    corpus_case(
+        "har",
+        "escapes-everywhere",
+        "har",
+        har(hostile, creator=HOSTILE),
+        [
+            'why = "recorded text in a URL, Mcp-Session-Id, creator, method, id, tool and _error must stay inert"',
+            "exit = 0",
+            'findings = ["har-request-failed"]',
+        ],
+    )
+    stamps = [f"2026-07-24 09:30:00.{n:03d}" for n in range(100, 600, 100)] + ["9999-07-24 09:30:00.600"]
+    corpus_case(
+        "hostlog",
+        "vscode-year-9999",
+        "log",
+        "".join(line + "\n" for line in vscode(stamps)),
+        [
+            'why = "a reply stamped year 9999 made a gap of 251603539200 s; a negative one read as a race"',
+            "exit = 0",
+            'findings = ["implausible-time"]',
+        ],
+    )
+    tag = HOSTILE.replace("]", "").replace("\r\n", "")
+    lines = [
+        f"2026-07-24T09:30:00.{n:03d}Z [{tag}] [info] Message from {'client' if sent else 'server'}: "
+        f"{json.dumps(m)} {{ metadata: undefined }}"
+        for n, (sent, m) in enumerate(SESSION)
+    ]
+    corpus_case(
+        "hostlog",
+        "claude-escape-in-server-tag",
+        "log",
+        "".join(line + "\n" for line in lines),
+        [
+            'why = "escape, bidi and C1 bytes in a Claude Desktop server tag become the session key and label"',
+            "exit = 0",
+            'findings = ["late-result-race"]',
+        ],
+    )
+    merge = CORPUS / "merge" / "clock-1e308.merge"
+    text(merge / "a-client.jsonl", peer_log(1, server=False))
+    text(
+        merge / "b-server.jsonl",
+        [line.replace('"ts": 18', '"ts": 1e308, "was": 18') for line in peer_log(1, server=True)],
+    )
+    corpus_case(
+        "merge",
+        "clock-1e308",
+        "merge",
+        None,
+        [
+            'why = "a peer log stamped 1e308 overflowed the clock fit: exit 3 (a bug) in every format"',
+            'args = ["--merge"]',
+            "exit = 0",
+            'findings = ["clocks-not-aligned"]',
+        ],
+    )
+    runs = CORPUS / "merge" / "identical-runs.merge"
+    text(runs / "a-client.jsonl", peer_log(3, server=False))
+    text(runs / "b-server.jsonl", peer_log(200, server=True))
+    corpus_case(
+        "merge",
+        "identical-runs",
+        "merge",
+        None,
+        [
+            'why = "sessions were compared with every other: 3000 x 3000 took 18 s and 1.2 GB"',
+            'args = ["--merge"]',
+            "exit = 0",
+            'findings = ["merge-sessions-ambiguous"]',
+        ],
+    )
+
+
 def main() -> None:
     implausible_time()
     sessions_ambiguous()
+    corpus()
 
 
 if __name__ == "__main__":
