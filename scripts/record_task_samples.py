@@ -17,8 +17,9 @@ The recording itself is our real tooling:
 
   * stdio: the SDK client launches the SDK server under ``python -m cancelwire record -o NAME.jsonl --``,
     exactly as a host would be configured;
-  * Streamable HTTP: the SDK server under uvicorn on a loopback port, tshark on ``lo`` with a capture
-    filter for that port (scripts/loopback.py), and the server's own log through http_asgi_tee.
+  * Streamable HTTP: the SDK server on a loopback port (Python: under uvicorn, with its own log through
+    http_asgi_tee; TypeScript: the SDK's Node transport on node:http), tshark on ``lo`` with a capture
+    filter for that port (scripts/loopback.py).
 
 Cancels are triggered by what the server sent (the n-th status notification) or by a client
 timeout with ample margin, so re-running gives the same message sequence; ids, task ids, ports and
@@ -124,21 +125,22 @@ def record_stdio(name: str, client: list[str], server: list[str], logdir: Path) 
     log(f"{out.name}: {jsonl_lines(out)} records")
 
 
-def record_http(name: str, flow: str, python: Path, logdir: Path, preferred_port: int) -> None:
+def record_http(name: str, server: list[str], client: list[str], logdir: Path, preferred_port: int) -> None:
+    """`server` (given `--port P`, or `P` for the TS peer, by the caller's list) on a loopback port under
+    tshark, then `client URL`. The Python server also writes its own log, NAME.server.jsonl."""
     port = pick_port(preferred_port)
     pcap, slog = OUT / f"{name}.pcapng", OUT / f"{name}.server.jsonl"
-    argv = [*peer(python, "task_sdk_server.py"), "http", "--port", str(port), "--log", str(slog)]
-    server = Proc(f"{name}-server", argv, logdir)
+    argv = [arg.format(port=port, log=slog) for arg in server]
+    proc = Proc(f"{name}-server", argv, logdir)
     try:
-        server.wait_ready()
+        proc.wait_ready()
         with capture(pcap, f"tcp port {port}", logdir):
-            client = [*peer(python, "task_sdk_client.py"), flow, "http", f"http://127.0.0.1:{port}/mcp"]
-            run_client(f"{name}-client", client, logdir, timeout=SCENARIO_SECONDS)
+            run_client(f"{name}-client", [*client, f"http://127.0.0.1:{port}/mcp"], logdir, timeout=SCENARIO_SECONDS)
             time.sleep(0.5)
     finally:
-        server.stop()
+        proc.stop()
     check_capture(pcap)
-    log(f"{pcap.name} (port {port}); {slog.name}: {jsonl_lines(slog)} messages")
+    log(f"{pcap.name} (port {port})" + (f"; {slog.name}: {jsonl_lines(slog)} messages" if slog.exists() else ""))
 
 
 SCENARIOS: dict[str, tuple[str, str, int]] = {
@@ -152,21 +154,26 @@ SCENARIOS: dict[str, tuple[str, str, int]] = {
     "sdk-ts-task-cancel-working": ("ts-stdio", "cancel-working", 0),
     "sdk-ts-task-cancel-completed": ("ts-stdio", "cancel-completed", 0),
     "sdk-ts-task-caller-abort": ("ts-stdio", "caller-abort", 0),
+    "sdk-ts-http-task-caller-abort": ("ts-http", "caller-abort", 18303),
 }
 
 
 def record(name: str, args: argparse.Namespace, logdir: Path) -> None:
     kind, flow, port = SCENARIOS[name]
-    if kind == "ts-stdio":
+    if kind.startswith("ts-"):
         folder = ts_sdk(args.npm_dir.resolve())
-        record_stdio(name, [*node(folder, "task_ts_client.mjs"), flow], node(folder, "task_ts_server.mjs"), logdir)
+        client, server = [*node(folder, "task_ts_client.mjs"), flow], node(folder, "task_ts_server.mjs")
+        if kind == "ts-stdio":
+            record_stdio(name, client, server, logdir)
+        else:
+            record_http(name, [*server, "http", "{port}"], [*client, "--url"], logdir, port)
         return
     python = sdk_venv(args.venv.resolve())
+    client, server = [*peer(python, "task_sdk_client.py"), flow], peer(python, "task_sdk_server.py")
     if kind == "py-stdio":
-        server = [*peer(python, "task_sdk_server.py"), "stdio"]
-        record_stdio(name, [*peer(python, "task_sdk_client.py"), flow, "stdio"], server, logdir)
+        record_stdio(name, [*client, "stdio"], [*server, "stdio"], logdir)
     else:
-        record_http(name, flow, python, logdir, port)
+        record_http(name, [*server, "http", "--port", "{port}", "--log", "{log}"], [*client, "http"], logdir, port)
 
 
 def main() -> int:

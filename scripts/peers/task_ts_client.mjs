@@ -1,5 +1,5 @@
 // A real MCP TypeScript SDK client driving task-augmented calls (protocol 2025-11-25) over stdio, for the
-// task samples. Runs from the pinned npm folder of scripts/record_task_samples.py. Every request goes
+// task samples, over stdio or Streamable HTTP. Runs from the pinned npm folder of scripts/record_task_samples.py. Every request goes
 // through the SDK's Client and its experimental task API (client.experimental.tasks.callToolStream,
 // cancelTask, getTask, getTaskResult); the flows only decide when to call what, triggered by the
 // server's n-th progress notification, so re-running gives the same message sequence.
@@ -14,8 +14,10 @@
 //                      after the 2nd progress. Records what the SDK sends then.
 //
 // Usage: node task_ts_client.mjs FLOW -- SERVER_COMMAND...
+//        node task_ts_client.mjs FLOW --url URL
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const WORK_MS = 6 * 300;
@@ -111,9 +113,9 @@ const FLOWS = {
     }
 };
 
-const [flow, dashes, command, ...args] = process.argv.slice(2);
-if (!(flow in FLOWS) || dashes !== '--' || !command) {
-    process.stderr.write('usage: node task_ts_client.mjs FLOW -- SERVER_COMMAND...\n');
+const [flow, how, command, ...args] = process.argv.slice(2);
+if (!(flow in FLOWS) || !['--', '--url'].includes(how) || !command) {
+    process.stderr.write('usage: node task_ts_client.mjs FLOW -- SERVER_COMMAND... | FLOW --url URL\n');
     process.exit(2);
 }
 const watchdog = setTimeout(() => {
@@ -121,7 +123,11 @@ const watchdog = setTimeout(() => {
     process.exit(1);
 }, 30000);
 const client = new Client({ name: 'cancelwire-ts-task-client', version: '1.0' });
-await client.connect(new StdioClientTransport({ command, args, env: process.env, stderr: 'inherit' }));
+await client.connect(
+    how === '--url'
+        ? new StreamableHTTPClientTransport(new URL(command))
+        : new StdioClientTransport({ command, args, env: process.env, stderr: 'inherit' })
+);
 note(`initialized: server tasks capability ${JSON.stringify(client.getServerCapabilities().tasks)}`);
 await client.listTools();
 await FLOWS[flow](client);
