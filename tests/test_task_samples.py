@@ -70,6 +70,15 @@ TS_POLLS = [
     "s2c 4 result working",
     "s2c - notifications/progress 2",
 ]
+TS_CALLER_ABORT = [
+    *TS_POLLS,
+    # The caller aborted: a cancel for the task's tools/call and for both answered polls; no tasks/cancel.
+    "c2s - notifications/cancelled",
+    "c2s - notifications/cancelled",
+    "c2s - notifications/cancelled",
+    *[f"s2c - notifications/progress {n}" for n in (3, 4, 5, 6)],
+    "s2c - notifications/tasks/status completed",
+]
 SEQUENCES = {
     "sdk-py-task-cancel-working.jsonl": CANCEL_WORKING,
     "sdk-py-http-task-cancel-working.pcapng": CANCEL_WORKING,
@@ -115,6 +124,8 @@ SEQUENCES = {
         "c2s 9 tasks/get",
         "s2c 9 result cancelled",
     ],
+    "sdk-ts-task-caller-abort.jsonl": TS_CALLER_ABORT,
+    "sdk-ts-http-task-caller-abort.pcapng": TS_CALLER_ABORT,
     "sdk-ts-task-cancel-completed.jsonl": [
         *HANDSHAKE,
         "c2s 3 tasks/get",
@@ -126,15 +137,6 @@ SEQUENCES = {
         "s2c 5 result content",
         "c2s 6 tasks/cancel",
         "s2c 6 error -32602",  # TSK-2 kept
-    ],
-    "sdk-ts-task-caller-abort.jsonl": [
-        *TS_POLLS,
-        # The caller aborted: a cancel for the task's tools/call and for both answered polls; no tasks/cancel.
-        "c2s - notifications/cancelled",
-        "c2s - notifications/cancelled",
-        "c2s - notifications/cancelled",
-        *[f"s2c - notifications/progress {n}" for n in (3, 4, 5, 6)],
-        "s2c - notifications/tasks/status completed",
     ],
 }
 
@@ -204,6 +206,11 @@ def _cancels(report: dict[str, Any]) -> list[tuple[Any, ...]]:
     return [(c["request_id"], c["tool"], c["mechanism"], c["outcome"], c["certainty"]) for c in report["cancellations"]]
 
 
+TS_ABORT_FINDINGS = [
+    ("CW111", "error", "exact", 2, "tools/call"),  # the task cancelled with notifications/cancelled
+    ("CW106", "info", "inferred", 3, "tasks/get"),
+    ("CW106", "info", "inferred", 4, "tasks/get"),
+]
 VERDICTS: dict[str, tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]] = {
     # name: (findings, cancelled calls)
     "sdk-py-task-cancel-working.jsonl": ([], []),
@@ -216,14 +223,8 @@ VERDICTS: dict[str, tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]] = {
     "sdk-py-http-task-caller-timeout.server.jsonl": ([], []),
     "sdk-ts-task-cancel-working.jsonl": ([], []),
     "sdk-ts-task-cancel-completed.jsonl": ([], []),
-    "sdk-ts-task-caller-abort.jsonl": (
-        [
-            ("CW111", "error", "exact", 2, "tools/call"),  # the task cancelled with notifications/cancelled
-            ("CW106", "info", "inferred", 3, "tasks/get"),
-            ("CW106", "info", "inferred", 4, "tasks/get"),
-        ],
-        [],
-    ),
+    "sdk-ts-task-caller-abort.jsonl": (TS_ABORT_FINDINGS, []),
+    "sdk-ts-http-task-caller-abort.pcapng": (TS_ABORT_FINDINGS, []),
 }
 
 
