@@ -30,6 +30,7 @@ import orjson
 from . import __version__, jsonrpc
 from .errors import BaselineError
 from .files import read_regular
+from .model import Finding, Session
 
 if TYPE_CHECKING:
     from .gates import Issue
@@ -59,6 +60,20 @@ def identity(server: str | None, transport: str, method: str | None, tool: str |
     )
 
 
+def session_identity(session: Session | None, method: str | None, tool: str | None, source: str) -> Identity:
+    """The identity of an issue in SESSION (None: an input-level problem) cited at SOURCE."""
+    name = session.server_info.get("name") if session is not None and session.server_info else None
+    server = name if isinstance(name, str) and name else None
+    return identity(server, session.transport.value if session is not None else "", method, tool, source)
+
+
+def finding_identity(finding: Finding, session: Session | None) -> Identity:
+    """A finding's identity: its session's server and transport, its method and tool, and (for an unnamed
+    server) the file its last evidence is in."""
+    source = finding.evidence[-1].source if finding.evidence else ""
+    return session_identity(session, finding.method, finding.tool, source)
+
+
 class Fingerprinter:
     """Fingerprints in report order: the ordinal counts like issues seen so far in this pass."""
 
@@ -70,6 +85,19 @@ class Fingerprinter:
         self._seen[(code, identity)] += 1
         ordinal = self._seen[(code, identity)]
         return fingerprint(code, identity, ordinal), ordinal
+
+
+class FindingPrints:
+    """The fingerprints of findings met in report order, as baselines, SARIF and `diff` give them (the
+    report's and the dataset's `fingerprint`): the same for the same scenario recorded again."""
+
+    def __init__(self, sessions: Iterable[Session]) -> None:
+        self._sessions = {s.key: s for s in sessions}
+        self._fingerprints = Fingerprinter()
+
+    def __call__(self, finding: Finding) -> str:
+        session = self._sessions.get(finding.session_key) if finding.session_key is not None else None
+        return self._fingerprints.next(finding.rule_id, finding_identity(finding, session))[0]
 
 
 def fingerprint(code: str, identity: Identity, ordinal: int) -> str:

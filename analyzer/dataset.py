@@ -87,10 +87,12 @@ class DatasetWriter:
     def finish(self, result: AuditResult) -> None:
         """Write the findings and cancelled calls and close every file (still hidden until `commit`)."""
         from . import frames
+        from .baseline import FindingPrints
 
         self._write_exchanges()
+        prints = FindingPrints(result.sessions)  # across chunks: an ordinal counts the like findings before
         for chunk in _chunks(result.findings):
-            self._write("findings", frames.findings_frame(chunk))
+            self._write("findings", frames.findings_frame(chunk, prints))
         for calls in _chunks(result.cancellations):
             self._write("cancellations", frames.cancellations_frame(calls))
         for table in TABLES:

@@ -16,7 +16,7 @@ findings
     message           the finding's text (recorded text as recorded: render it inert before display)
     evidence          where it was seen (file:line or file#frame, the first cited)
     more_evidence     how many further places were cited and not listed
-    fingerprint       stable digest for comparing audits
+    fingerprint       the baseline fingerprint (baseline.py): the same when the scenario is recorded again
 
 cancellations
     session, request_id, method, tool   as above; tool empty when the call was not tools/call
@@ -30,7 +30,7 @@ cancellations
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pandas as pd
@@ -70,8 +70,9 @@ CANCELLATION_COLUMNS: dict[str, str] = {
 }
 
 
-def findings_frame(findings: Iterable[Finding]) -> pd.DataFrame:
-    return _frame((_finding_row(f) for f in findings), FINDING_COLUMNS)
+def findings_frame(findings: Iterable[Finding], prints: Callable[[Finding], str]) -> pd.DataFrame:
+    """PRINTS: a `baseline.FindingPrints` that has met every finding before these (in report order)."""
+    return _frame((_finding_row(f, prints(f)) for f in findings), FINDING_COLUMNS)
 
 
 def cancellations_frame(calls: Iterable[CancelledCall]) -> pd.DataFrame:
@@ -86,7 +87,7 @@ def _frame(rows: Iterable[dict[str, Any]], columns: dict[str, str]) -> pd.DataFr
     return pd.DataFrame(list(rows), columns=list(columns)).astype(columns)
 
 
-def _finding_row(f: Finding) -> dict[str, Any]:
+def _finding_row(f: Finding, fingerprint: str) -> dict[str, Any]:
     return {
         "rule_id": f.rule_id,
         "rule": f.rule,
@@ -102,7 +103,7 @@ def _finding_row(f: Finding) -> dict[str, Any]:
         "message": f.message,
         "evidence": f.evidence[0].display() if f.evidence else "",
         "more_evidence": len(f.evidence) - 1 + f.more_evidence if f.evidence else f.more_evidence,
-        "fingerprint": f.fingerprint,
+        "fingerprint": fingerprint,
     }
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from .baseline import Baseline, Fingerprinter, Identity, identity
+from .baseline import Baseline, Fingerprinter, Identity, finding_identity, session_identity
 from .model import CancelledCall, Certainty, Finding, Origin, Outcome, RequestId, Session, Severity
 from .policy import DEFAULT_GATES, Gate, Suppression
 from .results import AuditResult, ExitStatus
@@ -184,12 +184,9 @@ class Triage:
         return self._sessions.get(key) if key is not None else None
 
     def identity(self, session_key: str | None, method: str | None, tool: str | None, source: str) -> Identity:
-        session = self.session(session_key)
-        server = _server_name(session) if session is not None else None
-        return identity(server, session.transport.value if session is not None else "", method, tool, source)
+        return session_identity(self.session(session_key), method, tool, source)
 
     def _from_finding(self, f: Finding) -> tuple[dict[str, Any], Identity]:
-        source = f.evidence[-1].source if f.evidence else ""
         fields = {
             "kind": IssueKind.FINDING,
             "code": f.rule_id,
@@ -205,7 +202,7 @@ class Triage:
             "more_evidence": f.more_evidence,
             "location": f.evidence[-1] if f.evidence else None,
         }
-        return fields, self.identity(f.session_key, f.method, f.tool, source)
+        return fields, finding_identity(f, self.session(f.session_key))
 
     def _from_call(self, c: CancelledCall, severity: Severity) -> tuple[dict[str, Any], Identity]:
         tool = f" {c.tool}" if c.tool else ""
@@ -235,8 +232,3 @@ class Triage:
             return issue
         reason = self.suppressions[index].reason if index is not None else None
         return replace(issue, suppressed=reason, suppression=index, known=known)
-
-
-def _server_name(session: Session) -> str | None:
-    name = session.server_info.get("name") if session.server_info else None
-    return name if isinstance(name, str) and name else None

@@ -15,6 +15,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from . import charts, frames, tables
+from .baseline import FindingPrints
 from .results import AuditResult
 
 ROWS = 15
@@ -36,7 +37,7 @@ def charts_of(result: AuditResult, by_outcome: Mapping[str, int]) -> list[Chart]
     exchanges = _exchanges(result)
     return [
         _outcomes(exchanges, by_outcome),
-        _findings(frames.findings_frame(result.findings)),
+        _findings(frames.findings_frame(result.findings, FindingPrints(result.sessions))),
         _after_cancel(exchanges),
         _latency(exchanges),
     ]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Generic, TextIO, TypeVar
 
 from . import __version__, html_view, jsonrpc, rendering
+from .baseline import FindingPrints
 from .catalog import load_catalog
 from .gates import Triage
 from .merge import MergeSummary
@@ -70,7 +71,13 @@ def _ts(ts: float | None) -> str | None:
         return None
 
 
-def _finding(f: Finding) -> dict[str, Any]:
+def _findings(sessions: Iterable[Session]) -> Callable[[Finding], dict[str, Any]]:
+    """Converts findings met in report order (a fingerprint's ordinal counts the like ones before it)."""
+    prints = FindingPrints(sessions)
+    return lambda f: _finding(f, prints(f))
+
+
+def _finding(f: Finding, fingerprint: str) -> dict[str, Any]:
     return {
         "rule_id": f.rule_id,
         "rule": f.rule,
@@ -89,7 +96,7 @@ def _finding(f: Finding) -> dict[str, Any]:
         "evidence": [origin_dict(o) for o in f.evidence],
         "more_evidence": f.more_evidence,
         "display_filter": display_filter(f.evidence, f.streams),
-        "fingerprint": f.fingerprint,
+        "fingerprint": fingerprint,
     }
 
 
@@ -283,7 +290,7 @@ class _Listed(Generic[T]):
     def __init__(
         self,
         items: Iterable[T],
-        convert: Callable[[T], dict[str, Any]],
+        convert: Callable[[], Callable[[T], dict[str, Any]]],
         key: Callable[[T], str],
         counts: Mapping[str, int],
         per_key: int | None,
@@ -292,8 +299,9 @@ class _Listed(Generic[T]):
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         if self.per_key is None:  # everything the spool holds, whatever the counts say
-            yield from map(self.convert, self.items)
+            yield from map(self.convert(), self.items)
             return
+        convert = self.convert()
         shown: Counter[str] = Counter()
         left = len(self)
         for item in self.items:
@@ -303,7 +311,7 @@ class _Listed(Generic[T]):
             shown[key] += 1
             if shown[key] <= self.per_key:
                 left -= 1
-                yield self.convert(item)
+                yield convert(item)
 
     def __len__(self) -> int:
         return sum(min(n, self.per_key) if self.per_key is not None else n for n in self.counts.values())
@@ -352,10 +360,10 @@ def _build(result: AuditResult, fmt: str) -> dict[str, Any]:
     cancelled calls of each outcome (fewer in Markdown, a pull-request comment)."""
     per_rule, per_outcome = _shown(fmt)
     counts = result.counts()
-    findings = _Listed(result.findings, _finding, lambda f: f.rule, counts["rule"], per_rule)
+    findings = _Listed(result.findings, lambda: _findings(result.sessions), lambda f: f.rule, counts["rule"], per_rule)
     cancellations = _Listed(
         result.cancellations,
-        cancellation,
+        lambda: cancellation,
         lambda c: c.outcome.value,
         counts["outcome"],
         per_outcome,

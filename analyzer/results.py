@@ -156,9 +156,10 @@ class AuditResult:
     def to_dataframe(self, table: str = "findings") -> pd.DataFrame:
         """`findings`, `cancellations` or `exchanges` as a pandas DataFrame (columns in `frames.py`)."""
         from . import frames  # pandas is loaded only by those who ask for a frame
+        from .baseline import FindingPrints
 
         if table == "findings":
-            return frames.findings_frame(self.findings)
+            return frames.findings_frame(self.findings, FindingPrints(self.sessions))
         if table == "cancellations":
             return frames.cancellations_frame(self.cancellations)
         if table == "exchanges":

@@ -200,3 +200,23 @@ def test_size_limit_and_files_that_are_not_regular(
     ):
         assert cli.main(["audit", sample, "--baseline", str(path)]) == 2
         assert capsys.readouterr().err == f"cancelwire: error: {path}: {problem}\n"
+
+
+def test_report_and_dataset_fingerprints_survive_a_rerecording(tmp_path: Path, rerecorded: Path) -> None:
+    """The `fingerprint` of a finding in the JSON report and the dataset is the baseline's: a re-recording
+    elsewhere (other times, path and file name) gives the same ones, so audits can be joined on it."""
+    again = tmp_path / "elsewhere" / "renamed.jsonl"
+    again.parent.mkdir()
+    shutil.copy(rerecorded / f"{LATE}.jsonl", again)
+    base = tmp_path / "b.jsonl"
+    shipped = run("audit", str(STDIO / f"{LATE}.jsonl"), "--format", "json", "--write-baseline", str(base))
+    fresh = run("audit", str(again), "--format", "json")
+    prints = [[(f["rule_id"], f["fingerprint"]) for f in json.loads(p.stdout)["findings"]] for p in (shipped, fresh)]
+    assert prints[0] == prints[1] and [rule for rule, _ in prints[0]] == ["CW101", "CW102"]
+    entries = [json.loads(line) for line in base.read_text().splitlines()[1:]]
+    assert [(e["rule"], e["fingerprint"]) for e in entries] == prints[0]  # the baseline's, SARIF's and diff's
+    frames = []
+    for path in (STDIO / f"{LATE}.jsonl", again):
+        with audit([str(path)]) as result:
+            frames.append(list(result.to_dataframe("findings")["fingerprint"]))
+    assert frames[0] == frames[1] == [fp for _, fp in prints[0]]
