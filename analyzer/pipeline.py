@@ -266,7 +266,10 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def _hint_same_sessions(rules: Sequence[Rule], into: Merged) -> None:
-    """Sessions of different inputs that look like one session recorded twice (a hint for --merge)."""
+    """Sessions of different inputs that look like one session recorded twice (a hint for --merge).
+
+    Not passed through redaction, and it need not be: it reads the sessions the redacting sink passed on,
+    and its text names only input paths, session keys and a count, which --redact keeps (redact.py)."""
     if len(into.inputs) < 2:
         return
     engine = Engine(rules)

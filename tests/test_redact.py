@@ -200,3 +200,21 @@ def test_excerpts_keep_ids_methods_and_names_and_nothing_else(raw: str, shown: s
 def test_scrub_keeps_the_shape() -> None:
     value = {"a": [1, 2.5, True, None, "xyz"], "b": {"c": ""}}
     assert redact.scrub(value) == {"a": ["<int 1>", "<float 3>", "<bool>", None, "<str 3>"], "b": {"c": "<str 0>"}}
+
+
+def test_the_same_session_hint_names_only_what_redaction_keeps(tmp_path: Path) -> None:
+    """CW506 (pipeline._hint_same_sessions) is made after every input's audit, from the sessions the
+    redacting sink passed on: its text names input paths, session keys and a count, all kept by --redact,
+    so it reads the same with and without it, and holds no payload string of the recordings."""
+    merge = ROOT / "sample_captures" / "merge"
+    secrets = {s for p in merge.glob("*.jsonl") for m in _messages(p) for s in _payload_of(m) if len(s) >= MIN_CHARS}
+    secrets |= {p.read_text().splitlines()[0] for p in merge.glob("*.transcript.jsonl")}  # the header's command
+
+    def hints(*flags: str) -> list[str]:
+        command = [sys.executable, "-m", "cancelwire", "audit", str(merge), "--format", "json", *flags]
+        proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+        return [f["message"] for f in json.loads(proc.stdout)["findings"] if f["rule_id"] == "CW506"]
+
+    redacted = hints("--redact")
+    assert len(redacted) == 8 and redacted == hints()
+    assert [s for s in sorted(secrets) if any(s in hint for hint in redacted)] == []
