@@ -9,6 +9,7 @@ exactly which bytes each fixture holds and why. Regenerate with
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -131,6 +132,36 @@ def sessions_ambiguous() -> None:
             "log of one short session (`a-client.jsonl`), and a server log (`b-server.jsonl`) that holds the same",
             "session run again and again, message for message: 65 times in `triggers/` (more than the 64",
             "sessions a message may be shared by and still tell one apart), 64 times in `clean/`.",
+        ],
+    )
+
+
+def too_many_sessions() -> None:
+    folder = RULES / "too-many-sessions"
+    start = json.dumps(req(1, "initialize", {}), separators=(",", ":"))  # each starts the next session
+    for name, count in (("triggers", 10_001), ("clean", 10_000)):  # gzip: 2 KB, not 590 KB, in the repository
+        (folder / f"{name}.jsonl").unlink(missing_ok=True)
+        (folder / f"{name}.jsonl.gz").write_bytes(gzip.compress((start + "\n").encode() * count, mtime=0))
+    expect(
+        folder / "triggers.expect.toml",
+        [
+            "# 10,001 sessions, each one initialize: the last is past the first 10,000",
+            "[[finding]]",
+            'severity = "warning"',
+            'certainty = "exact"',
+            "evidence = [10001]",
+        ],
+    )
+    expect(folder / "clean.expect.toml", ["# 10,000 sessions: all read", "finding = []"])
+    text(
+        folder / "README.md",
+        [
+            "# too-many-sessions fixtures (plain NDJSON)",
+            "",
+            "Written by `scripts/make_redteam_fixtures.py`, gzip-compressed: one `initialize` request per line,",
+            "each of which starts the next session of the log (as a server restart does); 10,001 lines in",
+            "`triggers.jsonl.gz`, 10,000 in `clean.jsonl.gz`. Not a recording: no host writes ten thousand",
+            "sessions, which is the point.",
         ],
     )
 
@@ -271,6 +302,7 @@ def corpus() -> None:
 def main() -> None:
     implausible_time()
     sessions_ambiguous()
+    too_many_sessions()
     corpus()
 
 

@@ -20,6 +20,7 @@ from cancelwire.merge import Flow, Item, fit_clock
 from cancelwire.readers import InputSource, ReadOptions
 from cancelwire.readers.har import READER as HAR
 from cancelwire.readers.har_scan import Scanner
+from cancelwire.readers.hostlog_sessions import MAX_SESSIONS
 from cancelwire.readers.vscode import READER as VSCODE
 from cancelwire.timestamps import plausible
 from fuzzing import RAW_CONTROL, ROOT, fuzz_settings, run_cli
@@ -220,3 +221,27 @@ def test_one_recording_given_twice_to_merge_is_refused() -> None:
     run = run_cli(["audit", recording, recording, "--merge"])
     assert run.status == 2
     assert f"--merge was given one recording twice ({recording} and {recording})" in run.stderr
+
+
+# -- many sessions in one input -----------------------------------------------------------------
+
+
+def test_a_har_of_more_sessions_than_the_cap_reads_the_first_and_names_the_rest(tmp_path: Path) -> None:
+    """Every Mcp-Session-Id kept its session's state to the end: memory grew with the sessions, not the
+    open requests (a 23 MB host log of 200,000 sessions took 640 MB)."""
+    ping = json.dumps(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    entry = (
+        '{"startedDateTime":"2026-07-24T09:30:00Z","request":{"method":"POST","url":"u","headers":'
+        '[{"name":"Mcp-Session-Id","value":"s%d"}],"postData":{"text":' + ping + '}},"response":{"status":202}}'
+    )
+    path = tmp_path / "sessions.har"
+    path.write_text('{"log":{"entries":[' + ",".join(entry % n for n in range(MAX_SESSIONS + 2)) + "]}}")
+    events = list(HAR.read(InputSource(path.name, path), ReadOptions()))
+    starts = [e for e in events if type(e).__name__ == "SessionStart"]
+    refused = [e for e in events if getattr(e, "name", "") == "input.too-many-sessions"]
+    assert len(starts) == MAX_SESSIONS
+    assert [e.detail for e in refused] == [
+        f"entry {n}: session sessions.har#s{n} is past the first {MAX_SESSIONS} sessions of this input: "
+        "its messages are not read"
+        for n in (MAX_SESSIONS, MAX_SESSIONS + 1)
+    ]

@@ -90,6 +90,8 @@ class ClaudeDesktopReader:
             side, payload = message.groups()
             payload = _strip_metadata(payload)
             yield from sessions.begin(server, raw.number, ts, initialize=is_initialize_request(payload))
+            if sessions.refused:
+                continue
             yield from factory.messages(
                 payload,
                 line=raw.number,

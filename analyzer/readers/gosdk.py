@@ -78,6 +78,8 @@ class GoSdkReader:
                 continue
             verb, payload = match.groups()
             yield from sessions.begin(None, raw.number, None, initialize=is_initialize_request(payload))
+            if sessions.refused:
+                continue
             if assumed:
                 assumed = False
                 yield factory.anomaly(

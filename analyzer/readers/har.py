@@ -37,6 +37,7 @@ from .base import ReadOptions
 from .har_entry import EntryProblem, HarExchange, parse
 from .har_events import Make, exchange_events
 from .har_scan import HarSyntaxError, Part, Piece, Scanner
+from .hostlog_sessions import MAX_SESSIONS, TOO_MANY_SESSIONS
 from .source import InputSource
 
 MAX_REORDER = 100_000
@@ -178,6 +179,10 @@ class HarEvents:
         self._held_bytes -= item.weight
         key = item.key
         if key not in self._started:
+            if len(self._started) >= MAX_SESSIONS:  # a HAR of a million Mcp-Session-Ids: bounded state
+                what = f"entry {item.index}: session {key} is past the first {MAX_SESSIONS} sessions of this input"
+                yield self.anomaly(item.origin.line or 1, TOO_MANY_SESSIONS, what + ": its messages are not read")
+                return
             self._started.add(key)
             self.seq += 1
             yield SessionStart(

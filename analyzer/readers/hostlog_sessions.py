@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from ..jsonrpc import decode_text
-from ..model import Direction, Event, Message, MessageKind, SessionStart, Side, Transport, Vantage
+from ..model import Anomaly, Direction, Event, Message, MessageKind, SessionStart, Side, Transport, Vantage
 from ..timestamps import plausible
 from .base import ReadOptions
 from .events import EventFactory
@@ -50,6 +50,18 @@ SERVER_METHODS = frozenset(
         "notifications/subscriptions/acknowledged",
     }
 )
+
+
+MAX_SESSIONS = 10_000
+"""Sessions read per input (restarts included). A host runs a few dozen servers a day; past this, a log
+of a million server names or restarts would hold a million sessions' state, so the messages of every
+later session are left out, each line named (`input.too-many-sessions`, CW932)."""
+TOO_MANY_SESSIONS = "input.too-many-sessions"
+
+
+def too_many_sessions(factory: EventFactory, line: int, key: str) -> Anomaly:
+    what = f"session {key} is past the first {MAX_SESSIONS} sessions of this input: its messages are not read"
+    return factory.anomaly(line, None, key, TOO_MANY_SESSIONS, what)
 
 
 def sender_by_shape(message: Message) -> Side | None:
@@ -120,7 +132,9 @@ class LogSessions:
     Nothing is emitted until a message needs it: `begin()` yields the group's `SessionStart`
     the first time a message arrives. `restart()` (a host's "Initializing server" line) and an
     `initialize` request in a session that already has messages make the next message open a
-    new session. Memory grows with the number of groups, not with messages. A host log is stdio as
+    new session. Memory grows with the number of groups, not with messages, and at most
+    `MAX_SESSIONS` sessions are read: after `begin`, `refused` says the message's session is past them
+    (`begin` then yielded the anomaly, and the caller skips the line). A host log is stdio as
     far as it can tell (VS Code logs HTTP servers' messages the same way) unless its reader knows
     better (`transport`).
     """
@@ -144,6 +158,10 @@ class LogSessions:
         self._state: dict[str | None, tuple[int, bool]] = {}
         self.labels: dict[str | None, str] = {}
         """Display label per group, when the log names the server (else the group itself)."""
+        self.started = 0
+        """Sessions begun so far (restarts included)."""
+        self.refused = False
+        """The last `begin` refused its session (past `MAX_SESSIONS`)."""
 
     def key(self, group: str | None) -> str:
         return self._key(group, self._state.get(group, (1, False))[0])
@@ -161,8 +179,13 @@ class LogSessions:
         if initialize:
             self.restart(group)
         number, started = self._state.get(group, (1, False))
+        self.refused = not started and self.started >= MAX_SESSIONS
         if started:
             return
+        if self.refused:
+            yield too_many_sessions(self.factory, line, self.key(group))
+            return
+        self.started += 1
         self._state[group] = (number, True)
         yield SessionStart(
             self.factory.next_seq(),

@@ -114,6 +114,9 @@ class NdjsonReader:
                 continue
             initialize = any(m.kind is MessageKind.REQUEST and m.method == "initialize" for m in decoded.messages)
             started = list(sessions.begin(None, raw.number, record.ts, initialize=initialize))
+            if sessions.refused:
+                yield from started
+                continue
             if started:  # a new session: a new pair of id spaces
                 inference = _Directions()
                 key = sessions.key(None)

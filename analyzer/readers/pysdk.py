@@ -90,6 +90,8 @@ class PySdkReader:
             if payload == "":
                 continue  # the endpoint event, a ping, a comment: not a message
             yield from sessions.begin(None, raw.number, ts, initialize=is_initialize_request(payload or ""))
+            if sessions.refused:
+                continue
             yield from factory.messages(
                 payload if payload is not None else text[match.start() :],
                 line=raw.number,

@@ -103,6 +103,8 @@ class VSCodeReader:
                 continue
             payload = body[len(marker) :].strip()
             yield from sessions.begin(None, raw.number, ts, initialize=is_initialize_request(payload))
+            if sessions.refused:
+                continue
             yield from factory.messages(
                 payload,
                 line=raw.number,
