@@ -1,7 +1,7 @@
 """`--dask ADDRESS`: the per-input audits as tasks on an existing Dask distributed cluster.
 
 Dask schedules them; this module only connects, sends the rules and options once (scattered to every
-worker), and submits one task per input with the input's bytes (workers need no access to this
+worker), and submits one task per run of inputs (fleet.py) with the inputs' bytes (workers need no access to this
 machine's files). `fleet._merge` merges the partials in input order as they come back, so the result
 is the one `--jobs` and a single process give. distributed is the optional extra `cancelwire[dask]`.
 """
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import CancelwireError
 
 if TYPE_CHECKING:
-    from .fleet import Context, Submit, Work
+    from .fleet import Context, Submit, Task, Work
     from .partial import Partial
 
 #: Seconds to reach the scheduler before giving up with a clear error.
@@ -41,18 +41,21 @@ def _client(address: str) -> Any:
 
 @contextlib.contextmanager
 def dask_submitter(
-    address: str, context: Context, task: Callable[[Work, Context], Partial], prepare: Callable[[Work], Work]
+    address: str,
+    context: Context,
+    run: Callable[[Task, Context], list[Partial]],
+    prepare: Callable[[Work], Work],
 ) -> Iterator[tuple[Submit, int]]:
-    """A submit function for `fleet._merge` that runs TASK on PREPARE(work) (its bytes added) on the
-    cluster, and how many tasks the cluster runs at once."""
+    """A submit function for `fleet._merge` that runs RUN on a task's inputs, each PREPARE(work) (its
+    bytes added), on the cluster, and how many tasks the cluster runs at once."""
     client = _client(address)
     try:
         executor = client.get_executor()
         shared = client.scatter(context, broadcast=True)
         width = max(1, sum(client.nthreads().values()))
 
-        def submit(work: Any) -> futures.Future[Any]:
-            return executor.submit(task, prepare(work), shared)  # type: ignore[no-any-return]
+        def submit(task: Task) -> futures.Future[Any]:
+            return executor.submit(run, tuple(map(prepare, task)), shared)  # type: ignore[no-any-return]
 
         yield submit, width
     finally:

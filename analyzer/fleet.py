@@ -1,9 +1,11 @@
 """Audit many inputs at once: in worker processes (`--jobs N`) or as tasks on a Dask cluster (`--dask`).
 
-Each input is one task: `pipeline.audit_source` into a `Partial`, which comes back pickled (by value,
+Each input is audited by `pipeline.audit_source` into a `Partial`, which comes back pickled (by value,
 never through shared files) and is merged in input order, so the report is the one a single process
-makes (partial.py says why). At most WINDOW_PER_WORKER tasks per worker are in flight ahead of the
-merge, so a slow first input bounds the partials held, not the number of inputs.
+makes (partial.py says why). A task is a run of consecutive inputs of about TASK_BYTES (a large input
+is a task alone): 1,000 small recordings are 200 round trips to the workers, not 1,000. At most
+WINDOW_PER_WORKER tasks per worker are in flight ahead of the merge, so a slow first input bounds the
+partials held, not the number of inputs.
 
 Standard input is read and audited in this process (a worker cannot read it). With Dask the client
 sends each input's bytes (and its TLS key log) with its task: workers need no access to the files.
@@ -31,6 +33,12 @@ from .readers import InputSource
 #: Inputs from which `--jobs` defaults to one worker per core (fewer are audited in this process).
 PARALLEL_FROM = 8
 WINDOW_PER_WORKER = 4
+#: A task's inputs add up to about this many bytes, and are at most TASK_INPUTS: large enough that a
+#: round trip to a worker (submit, wake-ups, pickling: about 0.1 ms of CPU besides the partial) is small
+#: against auditing them (about 10 MB/s), small enough that the last task keeps the other workers
+#: waiting only a few tens of milliseconds.
+TASK_BYTES = 256 * 1024
+TASK_INPUTS = 16
 
 Progress = Callable[[int, int, int], None]
 """Called with (inputs done, inputs in all, events read so far) as inputs finish."""
@@ -46,6 +54,12 @@ class Work:
     data: bytes | None = None
     keylog: bytes | None = None
     """A TLS key log sent along with `data` (the capture's `X.keys`, or --keylog)."""
+    size: int = 0
+    """The input's size in bytes when listed (how tasks are cut)."""
+
+
+Task = tuple[Work, ...]
+"""Consecutive inputs audited one after another by one worker."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,23 +99,25 @@ class Fleet:
             from .cluster import dask_submitter
 
             prepare = functools.partial(with_bytes, options=options)
-            with dask_submitter(self.dask, context, run_work, prepare) as (submit, width):
-                _merge(submit, items, context, into, self.progress, width=width)
+            with dask_submitter(self.dask, context, run_task, prepare) as (submit, width):
+                _merge(submit, _tasks(items, width), context, into, self.progress, width=width)
             return
         jobs = min(self.jobs, len(items)) if self.jobs is not None else default_jobs(len(items))
         if jobs <= 1:
-            _merge(None, items, context, into, self.progress, width=1)
+            _merge(None, _tasks(items, None), context, into, self.progress, width=1)
             return
         pool = futures.ProcessPoolExecutor(
             jobs, mp_context=_start_method(), initializer=_worker_init, initargs=(context,)
         )
         try:
-            _merge(lambda work: pool.submit(run_work, work), items, context, into, self.progress, width=jobs)
+            _merge(
+                lambda task: pool.submit(run_task, task), _tasks(items, jobs), context, into, self.progress, width=jobs
+            )
         finally:
             _stop(pool)
 
 
-Submit = Callable[[Work], "futures.Future[Partial]"]
+Submit = Callable[[Task], "futures.Future[list[Partial]]"]
 
 
 def _items(found: Iterator[InputSource | Partial], context: Context) -> Iterator[Work | Partial]:
@@ -114,12 +130,53 @@ def _items(found: Iterator[InputSource | Partial], context: Context) -> Iterator
             # a pipe is read once, here; a known problem needs no worker to be reported
             yield run_work(Work(item.name, item.walked), context, source=item)
         else:
-            yield Work(item.name, item.walked, path=str(item.path))
+            yield Work(item.name, item.walked, path=str(item.path), size=_size(item.path))
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # gone since it was listed: the audit reports it
+        return 0
+
+
+def _tasks(items: list[Work | Partial], width: int | None) -> list[Task | Partial]:
+    """ITEMS with runs of consecutive inputs joined into tasks of about TASK_BYTES for WIDTH workers, at
+    least WINDOW_PER_WORKER tasks each when there are inputs enough; WIDTH None: one input a task (this
+    process audits them, each merged as soon as it is done)."""
+    inputs = sum(isinstance(item, Work) for item in items)
+    most = 1 if width is None else max(1, min(TASK_INPUTS, inputs // (width * WINDOW_PER_WORKER)))
+    out: list[Task | Partial] = []
+    task: list[Work] = []
+    size = 0
+    for item in items:
+        if task and (isinstance(item, Partial) or len(task) >= most or size + item.size > TASK_BYTES):
+            out.append(tuple(task))
+            task, size = [], 0
+        if isinstance(item, Partial):
+            out.append(item)
+        else:
+            task.append(item)
+            size += item.size
+    if task:
+        out.append(tuple(task))
+    return out
+
+
+def run_task(task: Task, context: Context | None = None) -> list[Partial]:
+    """One task, in a worker process or on a Dask worker: its inputs audited one after another, each
+    into a packed partial (its cancelled calls pickled here, for the merge to spool as they are)."""
+    parts = []
+    for work in task:
+        part = run_work(work, context)
+        part.pack()
+        parts.append(part)
+    return parts
 
 
 def run_work(work: Work, context: Context | None = None, source: InputSource | None = None) -> Partial:
-    """One task: audit one input into a partial (in a worker process, on a Dask worker, or here);
-    without CONTEXT, the worker process's own."""
+    """Audit one input into a partial (in a worker process, on a Dask worker, or here); without
+    CONTEXT, the worker process's own."""
     context = context or _CONTEXT
     part = Partial(rows=[] if context.rows else None)
     if source is None and work.data is not None:
@@ -191,42 +248,44 @@ def _start_method() -> multiprocessing.context.BaseContext:
 
 def _merge(
     submit: Submit | None,
-    items: list[Work | Partial],
+    tasks: list[Task | Partial],
     context: Context,
     into: Merged,
     progress: Progress | None,
     *,
     width: int,
 ) -> None:
-    """Run ITEMS through SUBMIT (None: here), WIDTH * WINDOW_PER_WORKER ahead, merging in input order."""
-    running: dict[int, futures.Future[Partial]] = {}
-    ready: dict[int, Partial] = {}
-    submitted = merged = events = 0
-    while merged < len(items):
-        while submit is not None and submitted < len(items) and len(running) + len(ready) < width * WINDOW_PER_WORKER:
-            item = items[submitted]
-            if isinstance(item, Partial):
-                ready[submitted] = item
+    """Run TASKS through SUBMIT (None: here), WIDTH * WINDOW_PER_WORKER ahead, merging in input order."""
+    running: dict[int, futures.Future[list[Partial]]] = {}
+    ready: dict[int, list[Partial]] = {}
+    inputs = sum(len(t) if isinstance(t, tuple) else 1 for t in tasks)
+    submitted = merged = done = events = 0
+    while merged < len(tasks):
+        while submit is not None and submitted < len(tasks) and len(running) + len(ready) < width * WINDOW_PER_WORKER:
+            task = tasks[submitted]
+            if isinstance(task, Partial):
+                ready[submitted] = [task]
             else:
-                running[submitted] = submit(item)
+                running[submitted] = submit(task)
             submitted += 1
         if submit is None:
-            item = items[merged]
-            ready[merged] = item if isinstance(item, Partial) else run_work(item, context)
+            task = tasks[merged]
+            ready[merged] = [task] if isinstance(task, Partial) else [run_work(w, context) for w in task]
         elif merged not in ready:
             finished, _ = futures.wait(running.values(), return_when=futures.FIRST_COMPLETED)
             for index in [i for i, f in running.items() if f in finished]:
                 ready[index] = _result(running.pop(index))
         while merged in ready:
-            part = ready.pop(merged)
-            into.add(part)
+            for part in ready.pop(merged):
+                into.add(part)
+                done += 1
+                events += part.events
+                if progress is not None:
+                    progress(done, inputs, events)
             merged += 1
-            events += part.events
-            if progress is not None:
-                progress(merged, len(items), events)
 
 
-def _result(future: futures.Future[Partial]) -> Partial:
+def _result(future: futures.Future[list[Partial]]) -> list[Partial]:
     try:
         return future.result()
     except BrokenProcessPool:

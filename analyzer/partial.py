@@ -10,6 +10,7 @@ names, outcome counts) is kept in the order it was produced and appended input a
 
 from __future__ import annotations
 
+import pickle
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -51,6 +52,10 @@ class Partial:
     unruled: dict[str, int] = field(default_factory=dict)
     rows: list[Row] | None = None
     """Exchange table rows (`tables.row`), when the caller asked for them."""
+    packed: bytes | None = None
+    """`cancellations` pickled as one list (`pack`), for the merge's spool to take as they are."""
+    packed_outcomes: dict[str, int] = field(default_factory=dict)
+    """How many packed calls have each outcome, in the order first seen (adding up to how many there are)."""
 
     def finding(self, finding: Finding) -> None:
         self.findings.append(finding)
@@ -76,6 +81,14 @@ class Partial:
     @property
     def events(self) -> int:
         return sum(i.events for i in self.inputs)
+
+    def pack(self) -> None:
+        """Pickle the cancelled calls now (in the worker that audited them): the merging process then
+        writes the bytes to its spool instead of unpickling each call and pickling it again."""
+        if self.cancellations:
+            self.packed = pickle.dumps(self.cancellations, protocol=pickle.HIGHEST_PROTOCOL)
+            self.packed_outcomes = dict(Counter(call.outcome.value for call in self.cancellations))
+            self.cancellations = []
 
 
 class Merged:
@@ -124,6 +137,9 @@ class Merged:
             self.session(session)
         for call in part.cancellations:
             self.cancelled(call)
+        if part.packed is not None:
+            self.cancellations.extend_pickled(part.packed, sum(part.packed_outcomes.values()))
+            self.outcomes.update(part.packed_outcomes)
         for finding in part.findings:
             self.finding(finding)
         for row in part.rows or ():

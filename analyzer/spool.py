@@ -24,13 +24,24 @@ class Spool(Generic[T]):
     def append(self, item: T) -> None:
         self._items.append(item)
         if len(self._items) >= self.in_memory:
-            if self._file is None:
-                # lives as long as the spool; closed by close() (or when the process ends)
-                self._file = tempfile.TemporaryFile(prefix="cancelwire-spool-")  # noqa: SIM115
-            self._file.seek(0, 2)
-            pickle.dump(self._items, self._file, protocol=pickle.HIGHEST_PROTOCOL)
-            self._spilled += len(self._items)
+            self._write(pickle.dumps(self._items, protocol=pickle.HIGHEST_PROTOCOL), len(self._items))
             self._items = []
+
+    def extend_pickled(self, batch: bytes, count: int) -> None:
+        """COUNT items that another process pickled as one list (`pickle.dumps`), after those appended
+        so far: written to disk as they are, never unpickled here until read."""
+        if self._items:
+            self._write(pickle.dumps(self._items, protocol=pickle.HIGHEST_PROTOCOL), len(self._items))
+            self._items = []
+        self._write(batch, count)
+
+    def _write(self, batch: bytes, count: int) -> None:
+        if self._file is None:
+            # lives as long as the spool; closed by close() (or when the process ends)
+            self._file = tempfile.TemporaryFile(prefix="cancelwire-spool-")  # noqa: SIM115
+        self._file.seek(0, 2)
+        self._file.write(batch)
+        self._spilled += count
 
     def __len__(self) -> int:
         return self._spilled + len(self._items)

@@ -15,6 +15,7 @@ import cancelwire
 import pytest
 from cancelwire import cli, fleet, pipeline, progress
 from cancelwire.formats import FORMATS
+from cancelwire.partial import Partial
 from cancelwire.results import HowMade
 from transcripts import Line, write_transcript
 
@@ -137,6 +138,28 @@ def test_jobs_is_checked(capsys: pytest.CaptureFixture[str]) -> None:
 def test_default_jobs_use_every_core_only_for_many_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fleet, "cores", lambda: 2)
     assert [fleet.default_jobs(n) for n in (1, 2, 7, 8, 1000)] == [1, 1, 1, 2, 2]
+
+
+def test_tasks_are_runs_of_consecutive_inputs_cut_by_size_and_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fleet, "TASK_BYTES", 100)
+    monkeypatch.setattr(fleet, "TASK_INPUTS", 3)
+    done = Partial()  # an input already done (a missing path): merged in its place, never sent
+    sizes = [10, 10, 10, 10, 90, 20, 500, 5, 5, 5, 5, 5]
+    works = [fleet.Work(f"in-{n}", False, path=f"in-{n}", size=size) for n, size in enumerate(sizes)]
+    items: list[fleet.Work | Partial] = [*works[:6], done, *works[6:]]
+    names = [[w.name for w in t] if isinstance(t, tuple) else "done" for t in fleet._tasks(items, 1)]
+    assert names == [
+        ["in-0", "in-1", "in-2"],  # three inputs at most
+        ["in-3", "in-4"],  # 10 + 90 bytes; the next would pass 100
+        ["in-5"],
+        "done",
+        ["in-6"],  # larger than a task: alone
+        ["in-7", "in-8", "in-9"],
+        ["in-10", "in-11"],
+    ]
+    # few inputs for the workers: spread out, at least WINDOW_PER_WORKER tasks each; this process: one each
+    assert fleet._tasks(items, 2) == [(w,) for w in works[:6]] + [done] + [(w,) for w in works[6:]]
+    assert fleet._tasks(items, None) == fleet._tasks(items, 2)
 
 
 def test_standard_input_among_many_inputs_is_audited_in_order(

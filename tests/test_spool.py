@@ -1,3 +1,5 @@
+import pickle
+
 from cancelwire.spool import SortedSpool, Spool
 
 
@@ -23,4 +25,19 @@ def test_sorted_spool_goes_key_by_key_each_in_the_order_added() -> None:
     assert len(spool) == 9
     assert list(spool) == [2, 8, 5, 4, 1, 7, 0, 6, 3]  # keys (-2,a) (-2,b) (-1,a) (-1,b) (0,a) (0,b)
     assert list(spool) == [2, 8, 5, 4, 1, 7, 0, 6, 3]  # read again (two keys spilled to disk)
+    spool.close()
+
+
+def test_items_pickled_elsewhere_join_the_spool_in_order_without_being_unpickled_here() -> None:
+    spool: Spool[int] = Spool(in_memory=3)
+    spool.append(0)
+    spool.append(1)
+    spool.extend_pickled(pickle.dumps([2, 3, 4]), 3)  # after the two held in memory, which go first
+    assert spool._items == [] and len(spool) == 5
+    spool.extend_pickled(pickle.dumps([5]), 1)
+    for i in range(6, 10):
+        spool.append(i)
+    assert len(spool) == 10
+    assert list(spool) == list(range(10))
+    assert list(spool) == list(range(10))
     spool.close()
