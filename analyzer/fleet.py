@@ -13,6 +13,7 @@ sends each input's bytes (and its TLS key log) with its task: workers need no ac
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import multiprocessing
 import os
@@ -109,10 +110,13 @@ class Fleet:
         pool = futures.ProcessPoolExecutor(
             jobs, mp_context=_start_method(), initializer=_worker_init, initargs=(context,)
         )
+
+        def to_pool(task: Task) -> futures.Future[list[Partial]]:
+            with _signals_held():  # the first submit forks the workers
+                return pool.submit(run_task, task)
+
         try:
-            _merge(
-                lambda task: pool.submit(run_task, task), _tasks(items, jobs), context, into, self.progress, width=jobs
-            )
+            _merge(to_pool, _tasks(items, jobs), context, into, self.progress, width=jobs)
         finally:
             _stop(pool)
 
@@ -238,6 +242,27 @@ def _worker_init(context: Context) -> None:
     # traceback each; and the parent's SIGTERM handler (unwind and clean up) is not theirs
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if _HOLDS_SIGNALS:  # forked while the parent held them (`_signals_held`)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPPING)
+
+
+_STOPPING = {signal.SIGINT, signal.SIGTERM}
+_HOLDS_SIGNALS = hasattr(signal, "pthread_sigmask")
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait until the workers are forked. Their handlers raise in the main thread,
+    and an exception raised in a fork hook (logging's lock release, say) is printed by Python and
+    dropped: the audit went on and exited 0 with a traceback on stderr. Held, they arrive just after."""
+    if not _HOLDS_SIGNALS:
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def _start_method() -> multiprocessing.context.BaseContext:

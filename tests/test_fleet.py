@@ -8,6 +8,10 @@ import io
 import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -192,6 +196,42 @@ def test_a_worker_that_dies_is_a_clear_error(
         "  hint: run again with fewer --jobs, or --jobs 1\n"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+def _children(pid: int) -> list[int]:
+    tasks = Path(f"/proc/{pid}/task")
+    return [int(c) for task in tasks.iterdir() for c in (task / "children").read_text().split()]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads a process's children from /proc")
+@pytest.mark.parametrize(
+    ("signum", "status", "line"),
+    [
+        (signal.SIGTERM, 143, "cancelwire: terminated (SIGTERM); nothing was left half-written"),
+        (signal.SIGINT, 130, "cancelwire: interrupted"),
+    ],
+)
+def test_a_signal_stops_the_workers_and_leaves_no_report(
+    tmp_path: Path, signum: signal.Signals, status: int, line: str
+) -> None:
+    calls = [m for i in range(1, 30_000) for m in ((float(i), "c2s", _call(i)), (i + 0.5, "s2c", _result(i)))]
+    inputs = [str(write_transcript(tmp_path / f"big-{n}.jsonl", calls)) for n in range(4)]
+    out = tmp_path / "out"
+    out.mkdir()
+    script = Path(sys.executable).parent / "cancelwire"
+    command = [script, "audit", *inputs, "--jobs", "2", "-o", str(out / "r.json"), "--isolated"]
+    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120  # a condition to wait for, not a timing assertion
+    while len(workers := _children(proc.pid)) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    assert len(workers) == 2  # the workers are busy with the first inputs
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err) == (status, line + "\n")  # no traceback
+    assert list(out.iterdir()) == []  # neither the report nor its temp file
+    for pid in workers:  # stopped and reaped
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
 
 
 # -- the progress bar -----------------------------------------------------------------------------
