@@ -960,6 +960,7 @@ def bench_fleet(count: int, timeout: float | None, repeat: int) -> None:
     import bench_fleet
 
     folder = bench_fleet.ensure(DATA / f"fleet-{count}", count)
+    bench_fleet.compile_package(ROOT / "analyzer")
     size = sum(p.stat().st_size for p in folder.glob("*.jsonl"))
     print(f"fleet  {count} recordings of {bench_fleet.OPS} tools/call each, {size / MB:.1f} MB in all ({folder})")
     best: dict[str, Run] = {}
