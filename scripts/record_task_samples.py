@@ -154,6 +154,7 @@ SCENARIOS: dict[str, tuple[str, str, int]] = {
     "sdk-ts-task-cancel-working": ("ts-stdio", "cancel-working", 0),
     "sdk-ts-task-cancel-completed": ("ts-stdio", "cancel-completed", 0),
     "sdk-ts-task-caller-abort": ("ts-stdio", "caller-abort", 0),
+    "sdk-ts-task-result-timeout": ("ts-stdio", "result-timeout", 0),
     "sdk-ts-http-task-caller-abort": ("ts-http", "caller-abort", 18303),
 }
 

@@ -12,13 +12,15 @@
 //                      completed task (the spec wants -32602).
 //   caller-abort     - export_ledger(steps=6) through callToolStream with an AbortSignal; the caller aborts
 //                      after the 2nd progress. Records what the SDK sends then.
+//   result-timeout   - export_ledger(steps=6) created as a task with client.request, then getTaskResult with
+//                      the SDK's request timeout of 800 ms (the task needs 1.8 s). Records what it sends.
 //
 // Usage: node task_ts_client.mjs FLOW -- SERVER_COMMAND...
 //        node task_ts_client.mjs FLOW --url URL
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const WORK_MS = 6 * 300;
 const LINGER_MS = 1000;
@@ -109,6 +111,21 @@ const FLOWS = {
         caller.abort('the caller gave up');
         note('the caller aborted');
         await drained;
+        await sleep(WORK_MS + LINGER_MS);
+    },
+    async 'result-timeout'(client) {
+        const created = await client.request(
+            { method: 'tools/call', params: { name: 'export_ledger', arguments: { steps: 6 } } },
+            CreateTaskResultSchema,
+            { task: { ttl: 60000 } }
+        );
+        note(`task ${created.task.taskId} created`);
+        try {
+            await client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema, { timeout: 800 });
+            note('tasks/result answered before the timeout');
+        } catch (error) {
+            note(`the caller gave up: error ${error.code}: ${error.message}`);
+        }
         await sleep(WORK_MS + LINGER_MS);
     }
 };
