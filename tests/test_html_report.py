@@ -76,7 +76,7 @@ def test_sections_come_verdict_first_and_inventory_last(samples_html: str) -> No
         "how-made",
     ]
     inventory = samples_html.split('<section id="inputs">')[1]
-    assert inventory.startswith("\n<h2>Inputs and sessions</h2>\n<details>\n<summary>77 input(s)")
+    assert inventory.startswith("\n<h2>Inputs and sessions</h2>\n<details>\n<summary>78 input(s)")
 
 
 def test_the_first_screen_draws_the_call_of_the_worst_finding(samples_html: str) -> None:
@@ -134,7 +134,7 @@ def test_every_link_resolves_and_findings_about_calls_link_them(samples_html: st
     assert len(page.ids) == len(set(page.ids))
     assert sorted(set(page.links) - set(page.ids)) == []
     calls = [i for i in page.ids if re.fullmatch(r"call-\d+", i)]
-    assert calls == [f"call-{n}" for n in range(1, 31)]
+    assert calls == [f"call-{n}" for n in range(1, 32)]
     for row in page.rows:
         if row["data-outcome"]:
             assert f"call-{row['data-call']}" in calls
@@ -211,14 +211,14 @@ def test_overview_charts_are_drawn_from_the_exchange_table(samples_html: str) ->
     outcomes = overview.split('<figure id="chart-outcomes">')[1].split("</figure>")[0]
     assert re.findall(r"<desc>([^<]*)</desc>", outcomes) == [
         "late-result-violation: 11 call(s); outcome-unverified: 13 call(s); verified-by-read: 5 call(s); "
-        "clean: 1 call(s)"
+        "clean: 2 call(s)"
     ]
     findings = overview.split('<figure id="chart-findings">')[1].split("</figure>")[0]
     desc = re.findall(r"<desc>([^<]*)</desc>", findings)[0]
     assert desc.startswith("CW101 response-after-cancel: 11 finding(s) (5 error, 6 warning); CW102 progress-after")
     assert desc.endswith("CW206 sse-event-cut-off: 2 finding(s) (2 info)")  # CW506 is past the chart's rows
     latency = overview.split('<figure id="chart-latency">')[1].split("</figure>")[0]
-    assert "tools/list: median " in latency and "27 request(s) without a timed reply are not drawn." in latency
+    assert "tools/list: median " in latency and "28 request(s) without a timed reply are not drawn." in latency
     before = samples_html.split('<section id="overview">')[0]
     assert '<svg class="chart"' not in before  # the charts are in the overview (the verdict draws one call)
 

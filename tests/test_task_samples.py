@@ -126,6 +126,14 @@ SEQUENCES = {
     ],
     "sdk-ts-task-caller-abort.jsonl": TS_CALLER_ABORT,
     "sdk-ts-http-task-caller-abort.pcapng": TS_CALLER_ABORT,
+    "sdk-ts-task-result-timeout.jsonl": [
+        *HANDSHAKE,
+        "c2s 3 tasks/result",
+        # The SDK's 800 ms request timeout: a cancel of the tasks/result request (not of the task), which
+        # the server honours (no reply to id 3); the task itself runs to its end.
+        "c2s - notifications/cancelled",
+        "s2c - notifications/tasks/status completed",
+    ],
     "sdk-ts-task-cancel-completed.jsonl": [
         *HANDSHAKE,
         "c2s 3 tasks/get",
@@ -225,6 +233,8 @@ VERDICTS: dict[str, tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]] = {
     "sdk-ts-task-cancel-completed.jsonl": ([], []),
     "sdk-ts-task-caller-abort.jsonl": (TS_ABORT_FINDINGS, []),
     "sdk-ts-http-task-caller-abort.pcapng": (TS_ABORT_FINDINGS, []),
+    # Cancelling tasks/result is an ordinary cancel (CW111 is for the task's own request): clean.
+    "sdk-ts-task-result-timeout.jsonl": ([], [(3, None, "notification", "clean", "exact")]),
 }
 
 
