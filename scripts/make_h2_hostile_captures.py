@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Regenerate the hostile HTTP/2 captures: the fixtures of http2-frame-flood and http2-stream-error
-(tests/rules/<slug>/) and the HTTP/2 reproducers of the replayed corpus (tests/corpus/pcap/h2-*).
+(tests/rules/<slug>/) and the HTTP/2 reproducers of the replayed corpus (tests/corpus/pcap/h2-*); and
+the fixtures of http2-capture-joined-mid-connection, cut with Wireshark's `editcap` from a real sample
+(``--only mid-connection``: no capture, a second).
 
     .venv/bin/python scripts/make_h2_hostile_captures.py [--only NAME ...] [--out-rules DIR] [--out-corpus DIR]
 
@@ -24,7 +26,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -310,11 +314,30 @@ def server(port: int) -> Iterator[None]:
         lsock.close()
 
 
+def mid_connection() -> None:
+    """sample_captures/http2/curl-h2c-upgrade-max-time.pcapng (real curl and the SDK server under hypercorn)
+    from its frame 14 on (`editcap -r`): the capture joins the connection after the upgrade, the
+    preface, SETTINGS and stream 1, with curl's HEADERS of tools/call on stream 3 as its first frame."""
+    source = ROOT / "sample_captures" / "http2" / "curl-h2c-upgrade-max-time.pcapng"
+    folder = RULES / "http2-capture-joined-mid-connection"
+    folder.mkdir(parents=True, exist_ok=True)
+    editcap = shutil.which("editcap") or "/usr/bin/editcap"
+    cut = folder / "triggers.pcapng"
+    subprocess.run([editcap, "-r", str(source), str(cut), "14-37"], check=True, capture_output=True, timeout=30)
+    shutil.copyfile(source, folder / "clean.pcapng")
+    log(f"mid-connection -> {cut.relative_to(ROOT)} (frames 14-37 of {source.name}), clean.pcapng (all of it)")
+    later = CORPUS / "h2-joined-by-a-server-frame.pcapng"  # from the 2nd progress event: the server speaks first
+    subprocess.run([editcap, "-r", str(source), str(later), "23-37"], check=True, capture_output=True, timeout=30)
+    log(f"mid-connection -> {later.relative_to(ROOT)} (frames 23-37)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", nargs="*", choices=list(TARGETS))
+    ap.add_argument("--only", nargs="*", choices=[*TARGETS, "mid-connection"])
     args = ap.parse_args()
     failed = []
+    if not args.only or "mid-connection" in args.only:
+        mid_connection()
     with tempfile.TemporaryDirectory(prefix="cancelwire-h2-hostile-") as td:
         for name, (out, hostile, early) in TARGETS.items():
             if args.only and name not in args.only:

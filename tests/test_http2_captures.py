@@ -145,6 +145,21 @@ def test_curl_upgrades_to_h2c_and_its_timeout_closes_the_connection() -> None:
     assert report["sessions"][0]["protocol_version"] == "2026-07-28"
 
 
+def test_a_capture_cut_after_the_upgrade_judges_the_call_as_the_whole_one() -> None:
+    """The curl sample from its frame 14 on (editcap, tests/rules/http2-capture-joined-mid-connection): no
+    handshake, no preface. The response head refers to HPACK entries from before the cut (named), its body
+    is read as SSE by its first bytes, and the call and its cancel by FIN come out as in the whole capture."""
+    cut = ROOT / "tests" / "rules" / "http2-capture-joined-mid-connection" / "triggers.pcapng"
+    report = build(audit([str(cut)]))
+    assert _findings(report) == [("CW924", "warning", "exact", None, [1, 6])]
+    assert _cancels(report) == _cancels(_report("curl-h2c-upgrade-max-time"))
+    events = READER.read(InputSource(cut.name, cut), ReadOptions())
+    assert [(e.origin.frame, e.kind.value, e.stream) for e in events if isinstance(e, TransportEvent)] == [
+        (8, "stream-opened", "tcp0/h2s3"),  # the first DATA (the head's frame 6 could not be decoded)
+        (22, "closed-by-client", "tcp0/h2s3"),
+    ]
+
+
 @pytest.mark.skipif(TSHARK is None, reason="tshark is not installed")
 def test_tshark_accepts_the_display_filters_and_they_select_the_evidence() -> None:
     report = _report("bad-h2-server-writes-after-reset")

@@ -11,7 +11,7 @@ from typing import Any
 
 import h2.connection
 import pytest
-from cancelwire.readers import http2
+from cancelwire.readers import http2, http2_bounds
 from cancelwire.readers.http1 import ParseError, RequestEnd, RequestHead, ResponseData
 from cancelwire.readers.http2 import Flood, Http2Connection, StreamError
 from h2.config import H2Configuration
@@ -61,7 +61,7 @@ def _client(data: bytes) -> list[Any]:
 def test_a_control_frame_flood_is_one_flood_event_and_the_direction_stops(
     frame: Any, label: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(http2, "MAX_IDLE_FRAMES", 20)
+    monkeypatch.setattr(http2_bounds, "MAX_IDLE_FRAMES", 20)
     reader = Http2Connection()
     kind = {"PING": "PingFrame", "SETTINGS": "SettingsFrame", "PRIORITY": "PriorityFrame"}.get(
         label, "WindowUpdateFrame"
@@ -95,7 +95,7 @@ def test_a_million_pings_are_refused_after_the_bound_in_bounded_time() -> None:
 
 def test_a_client_reading_a_long_stream_with_window_updates_is_no_flood(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two WINDOW_UPDATEs per DATA frame read (stream and connection), as h2 clients send them."""
-    monkeypatch.setattr(http2, "MAX_IDLE_FRAMES", 10)
+    monkeypatch.setattr(http2_bounds, "MAX_IDLE_FRAMES", 10)
     wire = Wire()
     wire.post(1)
     wire.respond(1)
@@ -110,7 +110,7 @@ def test_a_client_reading_a_long_stream_with_window_updates_is_no_flood(monkeypa
 
 
 def test_a_stream_of_tiny_data_frames_is_a_flood(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(http2, "MAX_IDLE_FRAMES", 50)
+    monkeypatch.setattr(http2_bounds, "MAX_IDLE_FRAMES", 50)
     wire = Wire()
     wire.post(1)
     wire.respond(1)
@@ -123,7 +123,7 @@ def test_a_stream_of_tiny_data_frames_is_a_flood(monkeypatch: pytest.MonkeyPatch
 
 
 def test_empty_data_frames_count_as_a_flood(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(http2, "MAX_IDLE_FRAMES", 30)
+    monkeypatch.setattr(http2_bounds, "MAX_IDLE_FRAMES", 30)
     out = _client(_headers(1, end_stream=False) + hf.DataFrame(1, b"").serialize() * 100)
     assert kinds(out) == [("RequestHead", 1), ("Flood", None)]
 
@@ -138,7 +138,7 @@ def test_a_continuation_flood_is_refused_by_h2_after_64_frames() -> None:
 def test_a_header_block_spread_over_continuations_is_bounded_in_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     """Frames of a large announced size, each under it, never ending the block: refused once their bytes
     pass the decoded-list bound, not after 64 frames of up to 1 MiB each."""
-    monkeypatch.setattr(http2, "MAX_HEADER_LIST_BYTES", 1000)
+    monkeypatch.setattr(http2_bounds, "MAX_HEADER_LIST_BYTES", 1000)
     pieces = hf.HeadersFrame(1, b"\x00" * 400).serialize() + hf.ContinuationFrame(1, b"\x00" * 400).serialize() * 2
     assert _client(pieces) == [
         ParseError(

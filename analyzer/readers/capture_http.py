@@ -38,6 +38,7 @@ from .http1 import (
     header,
 )
 from .http2 import Http2Connection, looks_http2, looks_http2_server
+from .http2_joined import JoinedHttp2Connection
 from .sse import SseParser
 from .tcp import AfterFin, Closed, Conflict, Delivered, Lost, Reset, TcpConnection, TcpEvent, WindowZero
 
@@ -71,6 +72,8 @@ class Conn:
     http: Http1Connection = field(default_factory=Http1Connection)
     h2: Http2Connection | None = None
     """Set when the client started with the HTTP/2 preface: `http` is then unused."""
+    h2_midway: bool = False
+    """No handshake was captured and the first bytes are HTTP/2 frames: the capture joined it late."""
     exchanges: dict[int, Exchange] = field(default_factory=dict)
     """Exchanges whose response is not finished, by number."""
     last: Exchange | None = None
@@ -145,8 +148,11 @@ class HttpCapture:
             if not from_client and conn.last is not None:
                 self.server_bytes(conn.last, len(data), "after the connection was reset")
             return
-        if conn.h2 is None and conn.http.exchanges == 0 and (looks_http2 if from_client else looks_http2_server)(data):
-            conn.h2 = Http2Connection()
+        if conn.h2 is None and conn.http.exchanges == 0:
+            if conn.h2_midway:
+                conn.h2 = JoinedHttp2Connection()
+            elif (looks_http2 if from_client else looks_http2_server)(data):
+                conn.h2 = Http2Connection()
         if conn.h2 is not None:
             self.h2.bytes(conn, from_client, data)
             return

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from ..model import TransportKind
 from .capture_sessions import Exchange
 from .http1 import Headers, HttpEvent, ParseError, ResponseData, header
-from .http2 import Flood, GoAway, H2Event, Http2Connection, StreamError, StreamReset, WindowExhausted
+from .http2 import Flood, GoAway, H2Event, Http2Connection, Joined, StreamError, StreamReset, WindowExhausted
 
 if TYPE_CHECKING:
     from .capture_http import Conn, HttpCapture
@@ -89,6 +89,9 @@ class Http2Capture:
             if isinstance(event, ParseError | Flood | StreamError):
                 self._flush(conn, common)
                 self._refused(conn, event)
+            elif isinstance(event, Joined):
+                self._flush(conn, common)
+                self._joined(conn, event)
             elif isinstance(event, StreamReset):
                 self._flush(conn, common)
                 self._reset(conn, event)
@@ -128,6 +131,21 @@ class Http2Capture:
             name, detail = "http2.stream-error", f"{at} stream error at frame {frame}: {event.detail}"
         stops = "" if isinstance(event, StreamError) else "; that direction is not read further"
         self.sessions.anomaly(ex.key if ex else None, name, detail + stops)
+
+    def _joined(self, conn: Conn, event: Joined) -> None:
+        """What a capture that began mid-connection cannot show (`http2_joined`)."""
+        ex = conn.exchanges.get(event.exchange) if event.exchange is not None else None
+        frame = self.sessions.frame
+        if event.exchange is None and event.detail.startswith("the capture starts"):
+            detail = (
+                f"tcp stream {conn.stream}: {event.detail} (no TCP handshake; HTTP/2 frames from frame {frame}): "
+                "header blocks that use HPACK entries from before it are unknown, streams begun before it count "
+                "only by their resets and closes (their requests are not in it), flow-control stalls are not judged"
+            )
+        else:
+            side = "client→server" if event.from_client else "server→client"
+            detail = f"tcp stream {conn.stream}: {side} HTTP/2 at frame {frame}: {event.detail}"
+        self.sessions.anomaly(ex.key if ex else None, "http2.mid-connection", detail)
 
     def _reset(self, conn: Conn, event: StreamReset) -> None:
         ex = conn.exchanges.get(event.exchange)

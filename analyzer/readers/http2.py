@@ -39,11 +39,12 @@ from h2 import events as h2e
 from h2.config import H2Configuration
 from h2.connection import H2Connection
 from h2.errors import ErrorCodes
-from h2.exceptions import FrameTooLargeError, H2Error
+from h2.exceptions import H2Error
+from h2.frame_buffer import FrameBuffer
 from h2.settings import SettingCodes, Settings
 from hpack import HPACKError
 from hyperframe.exceptions import HyperframeError
-from hyperframe.frame import FRAMES, DataFrame, HeadersFrame, PushPromiseFrame, SettingsFrame
+from hyperframe.frame import SettingsFrame
 
 from .http1 import (
     MAX_BODY_BYTES,
@@ -56,17 +57,23 @@ from .http1 import (
     ResponseEnd,
     ResponseHead,
 )
+from .http2_bounds import (
+    MAX_FRAME_BYTES,
+    MAX_HEADER_LIST_BYTES,
+    MAX_HEADER_TABLE_BYTES,
+    MAX_OPEN_STREAMS,
+    Flooded,
+    FloodGuard,
+    LimitExceeded,
+    named,
+    pending,
+    refuse_long_header_block,
+    refuse_oversized,
+    stream_of,
+    why,
+)
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-MAX_HEADER_LIST_BYTES = 64 << 10
-MAX_HEADER_TABLE_BYTES = 64 << 10
-MAX_FRAME_BYTES = 1 << 20
-MAX_OPEN_STREAMS = 1000
-MAX_IDLE_FRAMES = 10_000
-"""Frames that carry no request or response (SETTINGS, PING, PRIORITY, WINDOW_UPDATE, RST_STREAM,
-unknown types, DATA of fewer than `TINY_DATA` bytes) a direction may send beyond twice the connection's
-HEADERS and DATA frames before it is a flood (as nghttp2 and Envoy bound them: CVE-2019-9512..9518)."""
-TINY_DATA = 16
 _MAX_WINDOW = 2**31 - 1
 _DEFAULT_WINDOW = 65535
 _MIRRORED = {
@@ -142,7 +149,17 @@ class Flood:
     detail: str
 
 
-H2Event = HttpEvent | StreamReset | GoAway | WindowExhausted | StreamError | Flood
+@dataclass(frozen=True, slots=True)
+class Joined:
+    """What a capture that starts mid-connection cannot show: said once at its start, and for each
+    header block that refers to HPACK entries from before it."""
+
+    exchange: int | None
+    from_client: bool
+    detail: str
+
+
+H2Event = HttpEvent | StreamReset | GoAway | WindowExhausted | StreamError | Flood | Joined
 
 
 @dataclass(slots=True)
@@ -154,6 +171,9 @@ class _Stream:
     request_ended: bool = False
     stalled: bool = False
     """Inside a window-exhausted episode (a grant ends it)."""
+    started_before: bool = False
+    """A capture that joined the connection late saw the stream first by a frame after its request
+    HEADERS (`http2_joined`): its request body, if any, is not read."""
 
 
 def _mirror(client_side: bool) -> H2Connection:
@@ -199,7 +219,7 @@ class Http2Connection:
         self._held_body = 0
         """Request body bytes kept for streams whose request has not ended (all streams: at most
         `MAX_BODY_BYTES`, so memory does not grow with the number of open streams)."""
-        self._guard = _FloodGuard()
+        self._guard = FloodGuard()
 
     @classmethod
     def upgraded(cls, settings: str) -> tuple[Http2Connection, list[H2Event]]:
@@ -221,7 +241,7 @@ class Http2Connection:
                 h2c._client_event(event, out)
         except (*_LIBRARY_ERRORS, ValueError) as exc:
             h2c.client_broken = True
-            out.append(ParseError(True, f"the upgrade's HTTP2-Settings header: {_why(exc)}", 1))
+            out.append(ParseError(True, f"the upgrade's HTTP2-Settings header: {why(exc)}", 1))
         return h2c, out
 
     def open_exchanges(self) -> list[int]:
@@ -245,32 +265,26 @@ class Http2Connection:
     # -- frames ------------------------------------------------------------------------------------
 
     def _receive(self, conn: H2Connection, data: bytes, from_client: bool, out: list[H2Event]) -> bool:
-        """Every whole frame of `data` through the mirror; False once the direction cannot be read.
-        Frame by frame (h2's `_receive_frame`, what `receive_data` loops over) so that an error names
-        the frame that caused it."""
+        """Every whole frame of `data`, one by one (h2's `_receive_frame`, what `receive_data` loops
+        over) so that an error names the frame that caused it; False once the direction cannot be read."""
         frame: Any = None
-        buffer = conn.incoming_buffer
+        buffer = self._buffer(conn, from_client)
         guard = self._guard
         try:
             buffer.add_data(data)
-            buffer.max_frame_size = conn.max_inbound_frame_size
+            buffer.max_frame_size = self._max_frame(conn)
             for frame in buffer:
                 guard.count(frame, from_client)
-                for event in conn._receive_frame(frame):
-                    if isinstance(event, h2e.StreamReset) and not event.remote_reset:
-                        why = f"{_named(frame)}: the stream must be reset ({error_name(event.error_code)})"
-                        out.append(StreamError(event.stream_id, from_client, why))
-                    else:
-                        self._event(event, from_client, out)
+                self._dispatch(conn, frame, from_client, out)
                 frame = None
-                buffer.max_frame_size = conn.max_inbound_frame_size  # a SETTINGS ACK may change it
-            _refuse_oversized(buffer._data, buffer.max_frame_size)
-            _refuse_long_header_block(buffer._headers_buffer)
+                buffer.max_frame_size = self._max_frame(conn)  # a SETTINGS ACK may change it
+            refuse_oversized(buffer._data, buffer.max_frame_size)
+            refuse_long_header_block(buffer._headers_buffer)
         except Flooded as exc:
-            out.append(Flood(from_client, f"{_named(frame)}: {exc}"))
+            out.append(Flood(from_client, f"{named(frame)}: {exc}"))
         except _LIBRARY_ERRORS as exc:
-            where = _named(frame) if frame is not None else _pending(buffer._data)
-            out.append(ParseError(from_client, f"{where}: {_why(exc)}", _stream_of(frame)))
+            where = named(frame) if frame is not None else pending(buffer._data)
+            out.append(ParseError(from_client, f"{where}: {why(exc)}", stream_of(frame)))
         else:
             return True
         finally:
@@ -278,32 +292,37 @@ class Http2Connection:
         buffer._data, buffer._headers_buffer = bytearray(), []  # not read further: nothing kept
         return False
 
-    def _event(self, event: h2e.Event, from_client: bool, out: list[H2Event]) -> None:
-        if from_client:
-            self._client_event(event, out)
-        else:
-            self._server_event(event, out)
+    def _buffer(self, conn: H2Connection, from_client: bool) -> FrameBuffer:
+        """Where a direction's bytes wait for whole frames: the mirror's own buffer (it checks the preface)."""
+        return conn.incoming_buffer
+
+    def _max_frame(self, conn: H2Connection) -> int:
+        return conn.max_inbound_frame_size
+
+    def _dispatch(self, conn: H2Connection, frame: Any, from_client: bool, out: list[H2Event]) -> None:
+        """One frame through the mirror; what h2 resets by itself is a stream error, not the peer's reset."""
+        for event in conn._receive_frame(frame):
+            if isinstance(event, h2e.StreamReset) and not event.remote_reset:
+                detail = f"{named(frame)}: the stream must be reset ({error_name(event.error_code)})"
+                out.append(StreamError(event.stream_id, from_client, detail))
+            elif from_client:
+                self._client_event(event, out)
+            else:
+                self._server_event(event, out)
 
     # -- what the client sent ----------------------------------------------------------------------
 
     def _client_event(self, event: h2e.Event, out: list[H2Event]) -> None:
         if isinstance(event, h2e.RequestReceived):
-            self._request(event, out)
+            self._request(event.stream_id, event.headers, event.stream_ended is not None, out)
+            self._client.send_headers(event.stream_id, event.headers, end_stream=True)  # the client opened it
         elif isinstance(event, h2e.DataReceived):
             self._server.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
-            stream = self._streams.get(event.stream_id)
-            if stream is not None and not stream.request_ended:
-                stream.body_size += len(event.data)
-                room = MAX_BODY_BYTES - max(len(stream.body), self._held_body)
-                if room > 0:
-                    kept = event.data[:room]
-                    stream.body += kept
-                    self._held_body += len(kept)
+            self._request_data(event.stream_id, event.data)
         elif isinstance(event, h2e.StreamEnded):
             self._request_end(event.stream_id, out)
         elif isinstance(event, h2e.StreamReset):
-            if event.stream_id in self._streams:
-                out.append(StreamReset(event.stream_id, True, error_name(event.error_code)))
+            self._client_reset(event.stream_id, event.error_code, out)
         elif isinstance(event, h2e.WindowUpdated):
             self._granted(event.stream_id, event.delta)
         elif isinstance(event, h2e.RemoteSettingsChanged):
@@ -311,17 +330,25 @@ class Http2Connection:
         elif isinstance(event, h2e.ConnectionTerminated):
             out.append(GoAway(True, event.last_stream_id or 0, error_name(event.error_code)))
 
-    def _request(self, event: h2e.RequestReceived, out: list[H2Event]) -> None:
-        sid = event.stream_id
-        headers = _headers(event.headers)
+    def _request(self, sid: int, raw: Any, ended: bool, out: list[H2Event]) -> None:
+        headers = _headers(raw)
         if len(self._streams) >= MAX_OPEN_STREAMS:
             raise LimitExceeded(f"more than {MAX_OPEN_STREAMS} streams open at once")
         self._streams[sid] = _Stream(self._initial_window)
-        self._client.send_headers(sid, event.headers, end_stream=True)  # the client opened it
-        method, path = _pseudo(headers, ":method"), _pseudo(headers, ":path")
-        out.append(RequestHead(sid, method, path, headers, "2"))
-        if event.stream_ended is not None:
+        out.append(RequestHead(sid, _pseudo(headers, ":method"), _pseudo(headers, ":path"), headers, "2"))
+        if ended:
             self._request_end(sid, out)
+
+    def _request_data(self, sid: int, data: bytes) -> None:
+        stream = self._streams.get(sid)
+        if stream is None or stream.request_ended or stream.started_before:
+            return
+        stream.body_size += len(data)
+        room = MAX_BODY_BYTES - max(len(stream.body), self._held_body)
+        if room > 0:
+            kept = data[:room]
+            stream.body += kept
+            self._held_body += len(kept)
 
     def _request_end(self, sid: int, out: list[H2Event]) -> None:
         stream = self._streams.get(sid)
@@ -332,6 +359,10 @@ class Http2Connection:
         out.append(RequestEnd(sid, b"" if cut else bytes(stream.body), cut, stream.body_size))
         self._held_body -= len(stream.body)
         stream.body = bytearray()
+
+    def _client_reset(self, sid: int, code: int, out: list[H2Event]) -> None:
+        if sid in self._streams:
+            out.append(StreamReset(sid, True, error_name(code)))
 
     def _granted(self, sid: int, delta: int) -> None:
         """The client opened the server's window: a stall ends once both windows are open again."""
@@ -359,21 +390,17 @@ class Http2Connection:
 
     def _server_event(self, event: h2e.Event, out: list[H2Event]) -> None:
         if isinstance(event, h2e.ResponseReceived):
-            headers = _headers(event.headers)
-            status = _pseudo(headers, ":status")
-            if event.stream_id in self._streams:
-                out.append(ResponseHead(event.stream_id, int(status) if status.isdigit() else 0, "", headers))
+            self._response_head(event.stream_id, event.headers, out)
             if event.stream_ended is not None:
                 self._response_end(event.stream_id, out)
         elif isinstance(event, h2e.DataReceived):
             self._client.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
-            self._response_data(event, out)
+            ended = event.stream_ended is not None
+            self._response_data(event.stream_id, event.data, event.flow_controlled_length, ended, out)
         elif isinstance(event, h2e.StreamEnded):
             self._response_end(event.stream_id, out)
         elif isinstance(event, h2e.StreamReset):
-            if self._forget(event.stream_id):
-                out.append(StreamReset(event.stream_id, False, error_name(event.error_code)))
-                _close(self._server, event.stream_id)
+            self._server_reset(event.stream_id, event.error_code, out)
         elif isinstance(event, h2e.RemoteSettingsChanged):
             self._mirror_settings(self._server, event.changed_settings)
             # the client mirror counts streams the real server forgot (client resets) as open
@@ -382,35 +409,47 @@ class Http2Connection:
         elif isinstance(event, h2e.ConnectionTerminated):
             out.append(GoAway(False, event.last_stream_id or 0, error_name(event.error_code)))
 
-    def _response_data(self, event: h2e.DataReceived, out: list[H2Event]) -> None:
-        sid = event.stream_id
+    def _response_head(self, sid: int, raw: Any, out: list[H2Event]) -> None:
+        if sid in self._streams:
+            headers = _headers(raw)
+            status = _pseudo(headers, ":status")
+            out.append(ResponseHead(sid, int(status) if status.isdigit() else 0, "", headers))
+
+    def _response_data(self, sid: int, data: bytes, size: int, ended: bool, out: list[H2Event]) -> None:
         stream = self._streams.get(sid)
         if stream is None:
             return
-        size = event.flow_controlled_length
         stream.window -= size
         self._conn_window -= size
-        if event.data:
-            out.append(ResponseData(sid, bytes(event.data)))
-        if event.stream_ended is None and not stream.stalled and min(stream.window, self._conn_window) <= 0:
+        if data:
+            out.append(ResponseData(sid, bytes(data)))
+        if not ended and not stream.stalled and min(stream.window, self._conn_window) <= 0:
             stream.stalled = True
             out.append(WindowExhausted(sid, stream.window, self._conn_window))
 
     def _response_end(self, sid: int, out: list[H2Event]) -> None:
-        if not self._forget(sid):
-            return
-        out.append(ResponseEnd(sid))
-        _close(self._server, sid)  # the server is done with it: its mirror closes it too
+        if self._forget(sid):
+            out.append(ResponseEnd(sid))
+
+    def _server_reset(self, sid: int, code: int, out: list[H2Event]) -> None:
+        if self._forget(sid):
+            out.append(StreamReset(sid, False, error_name(code)))
 
     # -- shared ------------------------------------------------------------------------------------
 
     def _forget(self, sid: int) -> bool:
-        """The server is done with the stream: forget it (and any request body it still held)."""
+        """The server is done with the stream (ended or reset it): forget it, and any request body it held."""
         stream = self._streams.pop(sid, None)
         if stream is None:
             return False
         self._held_body -= len(stream.body)
+        self._closed(sid)
         return True
+
+    def _closed(self, sid: int) -> None:
+        """The server's mirror closes the stream too (one the client reset is closed there already)."""
+        with contextlib.suppress(H2Error):
+            self._server.reset_stream(sid)
 
     @staticmethod
     def _mirror_settings(conn: H2Connection, changed: dict[Any, Any]) -> None:
@@ -418,106 +457,6 @@ class Http2Connection:
         values = {code: min(c.new_value, _MIRRORED[code]) for code, c in changed.items() if code in _MIRRORED}
         if values:
             conn.update_settings(values)
-
-
-class LimitExceeded(H2Error):
-    """One of our bounds was passed (read as a protocol error of the frame that passed it)."""
-
-
-class Flooded(Exception):
-    """A direction passed `MAX_IDLE_FRAMES` (see `_FloodGuard`)."""
-
-
-_CONTENT = (HeadersFrame, PushPromiseFrame)
-
-
-class _FloodGuard:
-    """Counts, per direction, the frames that carry no request or response; the budget grows with the
-    connection's HEADERS and DATA frames (a client reading a long SSE stream sends two WINDOW_UPDATEs
-    per DATA frame it reads). One type check per frame: the hot path stays cheap."""
-
-    __slots__ = ("content", "idle", "kinds")
-
-    def __init__(self) -> None:
-        self.content = 0
-        self.idle = [0, 0]
-        """Per direction: server→client, client→server."""
-        self.kinds: tuple[dict[str, int], dict[str, int]] = ({}, {})
-
-    def count(self, frame: Any, from_client: bool) -> None:
-        kind = type(frame)
-        if kind is DataFrame:
-            if len(frame.data) >= TINY_DATA or "END_STREAM" in frame.flags:
-                self.content += 1
-                return
-        elif kind in _CONTENT:
-            self.content += 1
-            return
-        side = int(from_client)
-        self.idle[side] += 1
-        name = _label(frame)
-        kinds = self.kinds[side]
-        kinds[name] = kinds.get(name, 0) + 1
-        if self.idle[side] > MAX_IDLE_FRAMES + 2 * self.content:
-            counts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
-            raise Flooded(
-                f"{self.idle[side]} frames that carry no request or response ({counts}) against "
-                f"{self.content} HEADERS/DATA frames on the connection (limit {MAX_IDLE_FRAMES} more than twice that)"
-            )
-
-
-def _label(frame: Any) -> str:
-    kind = type(frame)
-    if kind is DataFrame:
-        return f"DATA under {TINY_DATA} bytes"
-    name = kind.__name__.removesuffix("Frame").upper()
-    return name if name != "EXTENSION" else f"unknown type 0x{frame.type:x}"
-
-
-def _named(frame: Any) -> str:
-    return f"{type(frame).__name__} on stream {frame.stream_id}"
-
-
-def _pending(data: bytes | bytearray) -> str:
-    """The frame whose header starts `data`, when it is a known type (its body was refused), else framing."""
-    if len(data) >= 9 and (kind := FRAMES.get(data[3])) is not None:
-        return f"{kind.__name__} on stream {int.from_bytes(data[5:9], 'big') & 0x7FFFFFFF}"
-    return "framing"
-
-
-def _refuse_long_header_block(frames: list[Any]) -> None:
-    """h2 keeps up to 64 CONTINUATION frames of a header block before it decodes it: their bytes are
-    bounded like the decoded list, not by 64 frames of the largest size a peer announced."""
-    if frames and (size := sum(len(f.data) for f in frames)) > MAX_HEADER_LIST_BYTES:
-        raise LimitExceeded(
-            f"a header block of {size} bytes in {len(frames)} frames without END_HEADERS "
-            f"(limit {MAX_HEADER_LIST_BYTES} bytes)"
-        )
-
-
-def _refuse_oversized(pending: bytes | bytearray, limit: int) -> None:
-    """h2 waits for a whole frame before it checks its length: a frame header announcing more than the
-    limit (garbage, or another protocol) is refused at once instead of buffering up to 16 MiB first."""
-    if len(pending) >= 9 and (length := int.from_bytes(pending[:3], "big")) > limit:
-        raise FrameTooLargeError(f"Received overlong frame: length {length}, max {limit}")
-
-
-def _close(conn: H2Connection, sid: int) -> None:
-    """Close a stream on a mirror; one the client already reset is closed there already."""
-    with contextlib.suppress(H2Error):
-        conn.reset_stream(sid)
-
-
-def _why(exc: Exception) -> str:
-    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    if "oversized" in text.lower():
-        text += f" (limit {MAX_HEADER_LIST_BYTES} bytes decoded)"
-    return text
-
-
-def _stream_of(frame: Any) -> int | None:
-    sid = getattr(frame, "stream_id", 0)
-    return sid if isinstance(sid, int) and sid > 0 else None
 
 
 def _headers(raw: Any) -> Headers:

@@ -33,6 +33,7 @@ from ..model import Event, Vantage
 from .base import InputSource, ReadOptions
 from .capture_http import Conn, ConnKind, HttpCapture, looks_http, looks_http_server
 from .capture_sessions import Sessions
+from .http2_joined import starts_with_frames
 from .tcp import SYN, TcpConnection, client_by_handshake
 from .tshark_fields import INSTALL_HINT, Frame, parse_line, tshark_command, tshark_version
 
@@ -179,14 +180,17 @@ class _Run:
     def _new_conn(self, f: Frame) -> Conn:
         src, dst = (f.src, f.sport), (f.dst, f.dport)
         client = client_by_handshake(src, dst, f.flags)
+        midway = False
         if client is None:  # no handshake seen: the side that speaks first, or the forced port, tells
             ports = self.options.http_ports
             if looks_http(f.payload, f.dport, ports):
                 client = src
+            elif midway := starts_with_frames(f.payload):  # HTTP/2 joined late: the ephemeral port is the client's
+                client = dst if f.sport in ports or (f.dport not in ports and f.dport > f.sport) else src
             else:
                 client = dst if f.payload.startswith(b"HTTP/1.") or f.sport in ports else src
         server = dst if client == src else src
-        return Conn(f.stream, TcpConnection(client, server))
+        return Conn(f.stream, TcpConnection(client, server), h2_midway=midway)
 
     def _classify(self, conn: Conn, f: Frame, from_client: bool) -> None:
         server_port = conn.tcp.server[1]
@@ -195,7 +199,7 @@ class _Run:
             conn.kind = ConnKind.TLS
             conn.tcp.reassemble = False  # tshark decrypts and reassembles TLS itself
             self.encrypted.add(conn.stream)
-        elif (looks_http if from_client else looks_http_server)(f.payload, server_port, http_ports):
+        elif conn.h2_midway or (looks_http if from_client else looks_http_server)(f.payload, server_port, http_ports):
             conn.kind = ConnKind.HTTP
             conn.tcp.reassemble = True
             self.http_conns += 1
