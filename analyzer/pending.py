@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from . import revisions
 from .entrylog import EntryLog
@@ -30,6 +30,9 @@ from .model import (
     TransportEvent,
 )
 from .ordering import relate
+
+if TYPE_CHECKING:
+    from .task_traffic import TaskTraffic
 
 _Key = tuple[Side, RequestId]
 #: How strongly a basis establishes a session's revision; a stronger one replaces a weaker one.
@@ -145,6 +148,8 @@ class SessionState:
     """Recording time before which no held request can expire (saves a look per event)."""
     tasks: SessionTasks | None = None
     """Task-augmented requests' tasks (tasks.py), once the session has one."""
+    task_traffic: TaskTraffic | None = None
+    """Requests whose replies are judged for the related-task tag (task_traffic.py), once there are any."""
     key: str = field(init=False)
     """The session key (`start.session_key`), looked up on every request."""
 

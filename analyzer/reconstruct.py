@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import cancels, holds, streams, tasks
+from . import cancels, holds, streams, task_traffic, tasks
 from .entrylog import EntryLog
 from .finished import FinishedRequests
 from .model import (
@@ -209,6 +209,7 @@ class Reconstructor:
             else:
                 if method == "notifications/tasks/status":
                     self._out.extend(tasks.on_status(session, event, message.payload))
+                    self._out.extend(task_traffic.on_status(session, event, message.payload))
                 self._notification(session, event, sender)
         elif kind is MessageKind.REQUEST:
             self._request(session, event, sender, message)
@@ -246,8 +247,11 @@ class Reconstructor:
         )
         session.add_open(item)
         session.add_entry(item, _entry(EntryKind.REQUEST, sender, event))
-        if method.startswith("tasks/"):
+        named_task = method.startswith("tasks/")
+        if named_task:
             tasks.on_request(session, sender, request_id, method, payload)
+        if named_task or session.tasks is not None:
+            self._out.extend(task_traffic.on_request(session, event, sender, request_id, method, payload))
         if len(session.open) > self.options.max_open:
             self._overflow(session, event)
 
@@ -385,6 +389,8 @@ class Reconstructor:
         item.replied = True
         if first_reply and (item.is_task or session.tasks is not None):
             self._out.extend(tasks.on_reply(session, item, event, message))
+        if session.task_traffic is not None:
+            self._out.extend(task_traffic.on_reply(session, event, item, message))
         if first_reply and kind is EntryKind.RESULT:
             session.learn(item.method, message.payload)
             if session.awaiting_read:

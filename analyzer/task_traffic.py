@@ -1,0 +1,180 @@
+"""The related-task tag on task traffic (2025-11-25 Tasks, TSK-3 in shared/PROTOCOL.md).
+
+`_meta["io.modelcontextprotocol/related-task"] = {"taskId": ...}` ties a message to a task. The
+`tasks/result` result must carry it (its body has no task id), and so must every request, notification
+and reply related to a task: a request tagged for a task is answered with the same tag, and a request
+the task's receiver sends on the HTTP stream of an open `tasks/result` belongs to that task. Messages
+whose params or body already name the task (`tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/list`
+requests; `tasks/get`, `tasks/list`, `tasks/cancel` results; `notifications/tasks/status`) should not
+carry it; a tag naming another task than the one the message is about contradicts it. The 2026-07-28
+Tasks extension has no `tasks/result` and no tag, so the rules cite 2025-11-25 only.
+
+Nothing here runs until a session has a task (or a `tasks/*` request): a session without tasks pays one
+attribute test per request. What waits for a reply is bounded by MAX_TASKS.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .model import Anomaly, Message, MessageEvent, MessageKind, RequestId, Side
+from .pending import MAX_TASKS, PendingRequest, SessionState
+
+TAG = "io.modelcontextprotocol/related-task"
+#: Requests whose params name their task: the tag is redundant there (tasks/list names none).
+NAMED_BY_PARAMS = frozenset({"tasks/get", "tasks/result", "tasks/cancel", "tasks/list"})
+#: Their results that should not carry the tag; the tasks/result result must.
+UNTAGGED_RESULTS = frozenset({"tasks/get", "tasks/cancel", "tasks/list"})
+
+MISSING = "task.related-task-missing"
+REDUNDANT = "task.related-task-redundant"
+MISMATCH = "task.related-task-mismatch"
+
+
+@dataclass(frozen=True, slots=True)
+class Tag:
+    """A related-task tag found on a message."""
+
+    task_id: str | None
+    """The task it names; None when the tag is not an object with a string `taskId`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Expected:
+    """What the reply to a request should say of its task."""
+
+    task_id: str | None
+    """The task the request is about (None: a tasks/list, which names none)."""
+    method: str
+    """The request's method."""
+    tagged: bool
+    """True: the reply must carry the tag for `task_id`; False: it should carry none."""
+    why: str
+    """Why the reply is tied to the task, for the finding."""
+
+
+@dataclass(slots=True)
+class TaskTraffic:
+    """A session's requests whose replies are judged for the tag, oldest first."""
+
+    replies: OrderedDict[tuple[Side, RequestId], Expected] = field(default_factory=OrderedDict)
+
+    def expect(self, key: tuple[Side, RequestId], expected: Expected) -> None:
+        self.replies[key] = expected
+        if len(self.replies) > MAX_TASKS:
+            self.replies.popitem(last=False)
+
+
+def tag_of(value: Mapping[str, Any]) -> Tag | None:
+    """The related-task tag in a params or result object's `_meta`, if any."""
+    meta = value.get("_meta")
+    if not isinstance(meta, dict) or TAG not in meta:
+        return None
+    tag = meta[TAG]
+    task_id = tag.get("taskId") if isinstance(tag, dict) else None
+    return Tag(task_id if isinstance(task_id, str) else None)
+
+
+def on_request(
+    session: SessionState,
+    event: MessageEvent,
+    sender: Side,
+    request_id: RequestId,
+    method: str,
+    params: Mapping[str, Any],
+) -> Iterator[Anomaly]:
+    """A request in a session with tasks: its own tag, and what its reply should carry."""
+    traffic = _traffic(session)
+    tag = tag_of(params)
+    key = (sender, request_id)
+    if method in NAMED_BY_PARAMS:
+        named = params.get("taskId")
+        task_id = named if isinstance(named, str) else None
+        if tag is not None:
+            yield _unwanted(session, event, tag, task_id, f"{method} request", request_id, method, sender)
+        if method == "tasks/result" and task_id is not None:
+            traffic.expect(key, Expected(task_id, method, True, f"the result of tasks/result for task {task_id!r}"))
+        elif method in UNTAGGED_RESULTS:
+            traffic.expect(key, Expected(task_id, method, False, f"the {method} result"))
+        return
+    if tag is not None:
+        if tag.task_id is not None:
+            why = f"the reply to {method} id {request_id!r} (tagged for task {tag.task_id!r})"
+            traffic.expect(key, Expected(tag.task_id, method, True, why))
+        return
+    fetching = _fetching_on_stream(session, event, sender)
+    if fetching is not None:
+        what = f"{method} id {request_id!r} on the stream of tasks/result for task {fetching!r} carries no {TAG} tag"
+        yield session.anomaly(event, MISSING, what, request_id, method, requester=sender)
+        traffic.expect(key, Expected(fetching, method, True, f"the reply to {method} id {request_id!r}"))
+
+
+def on_reply(session: SessionState, event: MessageEvent, item: PendingRequest, message: Message) -> Iterator[Anomaly]:
+    """The first reply to a request whose reply is judged for the tag (errors have no `_meta`)."""
+    traffic = session.task_traffic
+    expected = traffic.replies.pop(item.key, None) if traffic is not None else None
+    if expected is None or message.kind is not MessageKind.RESULT:
+        return
+    tag = tag_of(message.payload)
+    if not expected.tagged:
+        if tag is not None:
+            yield _unwanted(
+                session, event, tag, expected.task_id, expected.why, item.request_id, item.method, item.requester
+            )
+        return
+    if tag is None or tag.task_id is None:
+        lacks = "carries no" if tag is None else "carries a malformed"
+        what = f"{expected.why} {lacks} {TAG} tag"
+        yield session.anomaly(event, MISSING, what, item.request_id, item.method, requester=item.requester)
+    elif tag.task_id != expected.task_id:
+        what = f"{expected.why} is tagged for task {tag.task_id!r}"
+        yield session.anomaly(event, MISMATCH, what, item.request_id, item.method, requester=item.requester)
+
+
+def on_status(session: SessionState, event: MessageEvent, params: Mapping[str, Any]) -> Iterator[Anomaly]:
+    """A `notifications/tasks/status`: its params name the task, so a tag is redundant or contradicts."""
+    tag = tag_of(params)
+    if tag is not None:
+        named = params.get("taskId")
+        task_id = named if isinstance(named, str) else None
+        yield _unwanted(session, event, tag, task_id, "notifications/tasks/status", None, None)
+
+
+def _unwanted(
+    session: SessionState,
+    event: MessageEvent,
+    tag: Tag,
+    task_id: str | None,
+    what: str,
+    request_id: RequestId | None,
+    method: str | None,
+    requester: Side | None = None,
+) -> Anomaly:
+    """A tag where the message already names its task: a contradiction when it names another."""
+    if tag.task_id is not None and task_id is not None and tag.task_id != task_id:
+        detail = f"{what} for task {task_id!r} is tagged for task {tag.task_id!r}"
+        return session.anomaly(event, MISMATCH, detail, request_id, method, requester=requester)
+    named = f" for task {task_id!r}" if task_id is not None else ""
+    detail = f"{what}{named} carries an {TAG} tag, which its task id already makes redundant"
+    return session.anomaly(event, REDUNDANT, detail, request_id, method, requester=requester)
+
+
+def _fetching_on_stream(session: SessionState, event: MessageEvent, sender: Side) -> str | None:
+    """The task whose open `tasks/result` (sent to `sender`) owns the HTTP stream `event` came on."""
+    traffic = session.task_traffic
+    if event.stream is None or traffic is None:
+        return None
+    for key in session.streams.get(event.stream, ()):
+        expected = traffic.replies.get(key)
+        if expected is not None and expected.method == "tasks/result" and key[0] is sender.other:
+            return expected.task_id
+    return None
+
+
+def _traffic(session: SessionState) -> TaskTraffic:
+    if session.task_traffic is None:
+        session.task_traffic = TaskTraffic()
+    return session.task_traffic
