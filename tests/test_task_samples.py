@@ -61,6 +61,25 @@ CALLER_TIMEOUT = [
     # The caller gave up on tasks/result after 0.8 s: no tasks/cancel, no notifications/cancelled.
     "s2c 3 result content",
 ]
+
+
+def cancel_completed(*statuses: str) -> list[str]:
+    """A one-step task polled to `completed`, its result fetched, then tasks/cancel of it: -32602."""
+    return [
+        *HANDSHAKE,
+        "c2s 3 tasks/get",
+        "s2c 3 result working",
+        *statuses,
+        "s2c - notifications/tasks/status completed",
+        "c2s 4 tasks/get",
+        "s2c 4 result completed",
+        "c2s 5 tasks/result",
+        "s2c 5 result content",
+        "c2s 6 tasks/cancel",
+        "s2c 6 error -32602",  # TSK-2 kept
+    ]
+
+
 TS_POLLS = [
     *HANDSHAKE,
     "c2s 3 tasks/get",  # callToolStream polls at the server's pollInterval
@@ -83,19 +102,8 @@ SEQUENCES = {
     "sdk-py-task-cancel-working.jsonl": CANCEL_WORKING,
     "sdk-py-http-task-cancel-working.pcapng": CANCEL_WORKING,
     "sdk-py-http-task-cancel-working.server.jsonl": CANCEL_WORKING,
-    "sdk-py-task-cancel-completed.jsonl": [
-        *HANDSHAKE,
-        "c2s 3 tasks/get",
-        "s2c 3 result working",
-        "s2c - notifications/tasks/status working",
-        "s2c - notifications/tasks/status completed",
-        "c2s 4 tasks/get",
-        "s2c 4 result completed",
-        "c2s 5 tasks/result",
-        "s2c 5 result content",
-        "c2s 6 tasks/cancel",
-        "s2c 6 error -32602",  # TSK-2 kept
-    ],
+    # The Python SDK also tells the last `working` status message; the TypeScript one only the final status.
+    "sdk-py-task-cancel-completed.jsonl": cancel_completed("s2c - notifications/tasks/status working"),
     "sdk-py-task-progress-completed.jsonl": [
         *HANDSHAKE,
         "c2s 3 tasks/result",
@@ -134,18 +142,7 @@ SEQUENCES = {
         "c2s - notifications/cancelled",
         "s2c - notifications/tasks/status completed",
     ],
-    "sdk-ts-task-cancel-completed.jsonl": [
-        *HANDSHAKE,
-        "c2s 3 tasks/get",
-        "s2c 3 result working",
-        "s2c - notifications/tasks/status completed",
-        "c2s 4 tasks/get",
-        "s2c 4 result completed",
-        "c2s 5 tasks/result",
-        "s2c 5 result content",
-        "c2s 6 tasks/cancel",
-        "s2c 6 error -32602",  # TSK-2 kept
-    ],
+    "sdk-ts-task-cancel-completed.jsonl": cancel_completed(),
 }
 
 

@@ -21,18 +21,17 @@ Prints ``READY`` on stdout once the listening socket is bound and uvicorn has st
 from __future__ import annotations
 
 import argparse
-import asyncio
 import socket
 import sys
 import time
 
 import anyio
-import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from http_asgi_tee import JsonlLog, TeeMiddleware
+from uvicorn_loopback import serve
 
 SIDE_EFFECTS: list[str] = []
 
@@ -109,38 +108,8 @@ def main() -> int:
     sock.bind(("127.0.0.1", args.port))
     sock.listen(16)
 
-    config = uvicorn.Config(
-        wrapped,
-        http="h11",
-        lifespan="on",
-        log_level="warning",
-        ssl_certfile=args.tls_cert,
-        ssl_keyfile=args.tls_key,
-        timeout_graceful_shutdown=2,
-    )
-    server = uvicorn.Server(config)
-
-    async def run() -> None:
-        async def watchdog() -> None:
-            await asyncio.sleep(args.max_seconds)
-            note("max-seconds reached, shutting down")
-            server.should_exit = True
-
-        async def ready() -> None:
-            while not server.started:
-                await asyncio.sleep(0.02)
-            print("READY", flush=True)
-
-        wd = asyncio.create_task(watchdog())
-        rd = asyncio.create_task(ready())
-        await server.serve(sockets=[sock])
-        wd.cancel()
-        rd.cancel()
-
     try:
-        asyncio.run(run())
-    except KeyboardInterrupt:  # uvicorn re-raises the SIGINT it handled, after a graceful shutdown
-        pass
+        serve(wrapped, sock, args.max_seconds, note, ssl_certfile=args.tls_cert, ssl_keyfile=args.tls_key)
     finally:
         note(f"side effects performed: {SIDE_EFFECTS}")
         log.close()

@@ -24,7 +24,6 @@ Over HTTP it prints ``READY`` once uvicorn listens; the ASGI app is the SDK's
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import socket
 import sys
@@ -105,12 +104,12 @@ async def serve_stdio() -> None:
 
 
 def serve_http(port: int, log_path: str, max_seconds: float) -> None:
-    import uvicorn
     from http_asgi_tee import JsonlLog, TeeMiddleware
     from mcp.server.fastmcp.server import StreamableHTTPASGIApp
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from starlette.applications import Starlette
     from starlette.routing import Route
+    from uvicorn_loopback import serve
 
     manager = StreamableHTTPSessionManager(app=build_server())
 
@@ -126,31 +125,8 @@ def serve_http(port: int, log_path: str, max_seconds: float) -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
     sock.listen(16)
-    config = uvicorn.Config(
-        TeeMiddleware(app, log), http="h11", lifespan="on", log_level="warning", timeout_graceful_shutdown=2
-    )
-    server = uvicorn.Server(config)
-
-    async def run() -> None:
-        async def watchdog() -> None:
-            await asyncio.sleep(max_seconds)
-            note("max-seconds reached, shutting down")
-            server.should_exit = True
-
-        async def ready() -> None:
-            while not server.started:
-                await asyncio.sleep(0.02)
-            print("READY", flush=True)
-
-        tasks = [asyncio.create_task(watchdog()), asyncio.create_task(ready())]
-        await server.serve(sockets=[sock])
-        for t in tasks:
-            t.cancel()
-
     try:
-        asyncio.run(run())
-    except KeyboardInterrupt:  # uvicorn re-raises the SIGINT it handled, after a graceful shutdown
-        pass
+        serve(TeeMiddleware(app, log), sock, max_seconds, note)
     finally:
         log.close()
 
