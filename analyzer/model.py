@@ -10,7 +10,6 @@ Ordering is by `seq` (position in the source), never by `ts`: host logs can lack
 
 from __future__ import annotations
 
-import hashlib
 import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -416,12 +415,6 @@ class Finding:
     """Tool name when the finding is about a `tools/call` (baseline fingerprints use it)."""
     streams: tuple[str, ...] = ()
     """The HTTP exchanges that carried the evidence (`tcp3/0`, `tcp3/h2s5`), for the Wireshark filter."""
-
-    @property
-    def fingerprint(self) -> str:
-        """Stable across runs and versions (no timestamps), for baselines."""
-        key = "\x1f".join([self.rule_id, self.session_key or "", repr(self.request_id), self.method or ""])
-        return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 @record
