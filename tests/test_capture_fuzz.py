@@ -8,7 +8,7 @@ from pathlib import Path
 
 from cancelwire.model import Anomaly, MessageEvent, SessionStart, TransportEvent
 from cancelwire.readers import InputSource, ReadOptions
-from cancelwire.readers.pcap import _Run
+from cancelwire.readers.pcap_pass import CapturePass
 from cancelwire.readers.tshark_fields import Frame
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -45,7 +45,7 @@ segments = st.lists(
 @given(segments, st.sampled_from([(), (8000,)]))
 def test_any_segment_stream_gives_only_events(stream: list[tuple], http_ports: tuple[int, ...]) -> None:  # type: ignore[type-arg]
     path = Path("fuzz.pcapng")
-    run = _Run(InputSource(path.name, path), ReadOptions(http_ports=http_ports), "tshark", path)
+    run = CapturePass(InputSource(path.name, path), ReadOptions(http_ports=http_ports), "tshark", path)
     out = run.sessions.out
     for number, (from_client, seq, ack, flags, payload, window, extra, tcp_stream) in enumerate(stream, 1):
         src, dst = (C, S) if from_client else (S, C)

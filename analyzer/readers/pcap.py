@@ -1,45 +1,22 @@
-"""Packet captures (pcap, pcapng) of MCP over HTTP/1.1: Streamable HTTP and legacy HTTP+SSE.
+"""Packet captures (pcap, pcapng) of MCP over HTTP/1.1 and HTTP/2: Streamable HTTP and legacy HTTP+SSE.
 
-One of the two modules that import pyshark (to find tshark; `frame` does single-frame look-ups). The
-bulk path is one streaming tshark pass that prints a few TCP fields per frame (`tshark_fields`);
-everything above that is ours, in pure modules testable without tshark, so a response that never
-finishes, an SSE body still open at the end of the capture, or a server port tshark would decode as
-something else are all read the same:
-
-* `tcp`: per connection, segments back in order, gaps, FIN, RST, zero windows;
-* `capture_http` (with `http1`): per connection that carries HTTP (sniffed by the request line at
-  its start, or forced with `ReadOptions.http_ports`), the exchanges (`tcp{stream}/{n}`, n from 0 in
-  request order) and their transport events;
-* `capture_bodies` (with `sse` and `jsonrpc`): the JSON-RPC messages of request and response bodies;
-* `capture_sessions`: which session each exchange belongs to, and the `seq` of every event.
-
-Capture-wide anomalies raised here: `capture.truncated` (tshark says the file ends inside a packet),
-`capture.tshark-error` (anything else tshark says), `capture.encrypted` (TLS without usable keys),
-`capture.no-mcp` (no JSON-RPC message at all, and why).
+One of the two modules that import pyshark (to find tshark; `frame` does single-frame look-ups). This
+module sniffs the format and finds tshark; the pass itself (`pcap_pass`) is imported only when a capture
+is read, so an audit of transcripts or logs does not load the HTTP layers (h11, h2: ~40 ms of start-up).
 """
 
 from __future__ import annotations
 
-import re
 import shutil
-import subprocess
-import tempfile
-from collections.abc import Generator, Iterator
-from pathlib import Path
-from typing import Any
+from collections.abc import Iterator
 
 from ..errors import InputError, ToolMissingError
-from ..model import Event, Vantage
+from ..model import Event
 from .base import InputSource, ReadOptions
-from .capture_http import Conn, ConnKind, HttpCapture, looks_http, looks_http_server
-from .capture_sessions import Sessions
-from .http2_joined import starts_with_frames
-from .tcp import SYN, TcpConnection, client_by_handshake
-from .tshark_fields import INSTALL_HINT, Frame, parse_line, tshark_command, tshark_version
+from .tshark_fields import INSTALL_HINT, tshark_version
 
 PCAP_MAGICS = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
 PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
-_NOISE = re.compile(r"^Running as user .* This could be dangerous\.$")
 
 
 def find_tshark() -> str:
@@ -73,195 +50,10 @@ class PcapReader:
                 f"keylog file {options.keylog} cannot be read",
                 "pass the SSLKEYLOGFILE written while capturing",
             )
+        from .pcap_pass import CapturePass  # here, not at the top: see the module's docstring
+
         with source.local_file(options.inflate) as path:
-            yield from _Run(source, options, tshark, path).events()
-
-
-class _Run:
-    """One pass over one capture. All state lives here; nothing is module-level."""
-
-    def __init__(self, source: InputSource, options: ReadOptions, tshark: str, path: Path) -> None:
-        self.source = source
-        self.options = options
-        self.tshark = tshark
-        self.path = path
-        self.sessions = Sessions(source.name, options.session_vantage(Vantage.WIRE))
-        self.http = HttpCapture(self.sessions)
-        self.conns: dict[int, Conn] = {}
-        self.frames = 0
-        self.http_conns = 0
-        self.encrypted: set[int] = set()
-        """TLS connections with no decrypted byte (so far)."""
-        self.cut: list[int] = [0, 0, 0, 0]
-        """Frames whose payload the snaplen cut: [count, first frame, its captured bytes, its tcp.len]."""
-
-    def events(self) -> Iterator[Event]:
-        out = self.sessions.out
-        with tempfile.TemporaryFile() as stderr:
-            rc = yield from self._tshark(stderr)
-            stderr.seek(0)
-            text = stderr.read().decode("utf-8", "replace")
-        self._stderr(rc, text)
-        self._finish()
-        yield from out
-        out.clear()
-
-    def _tshark(self, stderr: Any) -> Generator[Event, None, int]:
-        """Run the tshark pass and read every frame; returns tshark's exit status."""
-        cmd = tshark_command(self.tshark, self.path, self.options.keylog)
-        try:
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL)
-        except OSError as exc:
-            raise ToolMissingError(self.source.name, f"cannot run tshark: {exc}", INSTALL_HINT) from exc
-        sessions, out = self.sessions, self.sessions.out
-        try:
-            assert proc.stdout is not None  # Popen with stdout=PIPE always has one
-            for line in proc.stdout:
-                parsed = parse_line(line)
-                if parsed is None:
-                    continue
-                self.frames += 1
-                if isinstance(parsed, int):
-                    sessions.frame = parsed
-                    continue
-                sessions.frame, sessions.ts = parsed.number, parsed.ts
-                self._frame(parsed)
-                if out:
-                    yield from out
-                    out.clear()
-            return proc.wait()
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-
-    def _stderr(self, rc: int, text: str) -> None:
-        """tshark's complaints: an unreadable file is an InputError, anything else an anomaly."""
-        messages = [ln.strip() for ln in text.splitlines() if ln.strip() and not _NOISE.match(ln.strip())]
-        shown = [m.replace(str(self.path), self.source.name) for m in messages]
-        if rc != 0 and self.frames == 0:
-            raise InputError(
-                self.source.name,
-                f"tshark cannot read it: {'; '.join(shown) or f'exit status {rc}'}",
-                "is it a pcap/pcapng capture?",
-            )
-        for message in shown:
-            if "cut short in the middle of a packet" in message:
-                self.sessions.anomaly(
-                    None,
-                    "capture.truncated",
-                    f"the capture ends in the middle of a packet after frame {self.sessions.frame}; "
-                    f"everything before it was read ({message})",
-                )
-            else:
-                self.sessions.anomaly(None, "capture.tshark-error", message)
-
-    # -- frames ------------------------------------------------------------------------------------
-
-    def _frame(self, f: Frame) -> None:
-        conn = self.conns.get(f.stream)
-        if conn is None:
-            if not f.length and not f.flags & SYN:
-                return  # a late ACK/FIN/RST of a connection already finished (or never seen opening)
-            conn = self.conns[f.stream] = self._new_conn(f)
-        from_client = (f.src, f.sport) == conn.tcp.client
-        if f.payload and conn.kind is ConnKind.UNKNOWN:
-            self._classify(conn, f, from_client)
-        for chunk in f.decrypted:
-            self._decrypted(conn, from_client, chunk, f.dport)
-        if f.length > len(f.payload):
-            self._cut(f)
-        events = conn.tcp.segment(f, from_client)
-        if events:
-            self.http.tcp(conn, events)
-            if conn.tcp.closed or (conn.tcp.reset and not conn.kind.read):
-                del self.conns[conn.stream]  # nothing is open on it any more
-
-    def _new_conn(self, f: Frame) -> Conn:
-        src, dst = (f.src, f.sport), (f.dst, f.dport)
-        client = client_by_handshake(src, dst, f.flags)
-        midway = False
-        if client is None:  # no handshake seen: the side that speaks first, or the forced port, tells
-            ports = self.options.http_ports
-            if looks_http(f.payload, f.dport, ports):
-                client = src
-            elif midway := starts_with_frames(f.payload):  # HTTP/2 joined late: the ephemeral port is the client's
-                client = dst if f.sport in ports or (f.dport not in ports and f.dport > f.sport) else src
-            else:
-                client = dst if f.payload.startswith(b"HTTP/1.") or f.sport in ports else src
-        server = dst if client == src else src
-        return Conn(f.stream, TcpConnection(client, server), h2_midway=midway)
-
-    def _classify(self, conn: Conn, f: Frame, from_client: bool) -> None:
-        server_port = conn.tcp.server[1]
-        http_ports = self.options.http_ports
-        if from_client and f.payload[:2] == b"\x16\x03":
-            conn.kind = ConnKind.TLS
-            conn.tcp.reassemble = False  # tshark decrypts and reassembles TLS itself
-            self.encrypted.add(conn.stream)
-        elif conn.h2_midway or (looks_http if from_client else looks_http_server)(f.payload, server_port, http_ports):
-            conn.kind = ConnKind.HTTP
-            conn.tcp.reassemble = True
-            self.http_conns += 1
-        else:
-            conn.kind = ConnKind.OTHER
-            conn.tcp.reassemble = False
-
-    def _decrypted(self, conn: Conn, from_client: bool, chunk: bytes, dport: int) -> None:
-        if conn.kind is not ConnKind.TLS and conn.kind is not ConnKind.TLS_HTTP:
-            return
-        self.encrypted.discard(conn.stream)
-        if conn.kind is ConnKind.TLS:
-            server_port, ports = conn.tcp.server[1], self.options.http_ports
-            http = (looks_http if from_client else looks_http_server)(chunk, server_port, ports)
-            if http or from_client:  # server bytes first decide only when they are an HTTP/2 preface
-                conn.kind = ConnKind.TLS_HTTP if http else ConnKind.TLS_OTHER
-                self.http_conns += http
-        if conn.kind is ConnKind.TLS_HTTP:
-            self.http.bytes(conn, from_client, chunk)
-
-    def _cut(self, f: Frame) -> None:
-        if not self.cut[0]:
-            self.cut[1:] = [f.number, len(f.payload), f.length]
-        self.cut[0] += 1
-
-    # -- end of the capture ------------------------------------------------------------------------
-
-    def _finish(self) -> None:
-        for conn in self.conns.values():
-            self.http.finish(conn)
-        if self.encrypted:
-            streams = ", ".join(map(str, sorted(self.encrypted)))
-            why = (
-                "the keylog file did not decrypt them"
-                if self.options.keylog
-                else "no keylog file was given (--keylog SSLKEYLOGFILE)"
-            )
-            self.sessions.anomaly(None, "capture.encrypted", f"TLS on tcp streams {streams} was skipped: {why}")
-        if self.cut[0]:
-            count, first, captured, length = self.cut
-            unread = "; no JSON-RPC message could be read" if self.http.bodies.messages == 0 else ""
-            self.sessions.anomaly(
-                None,
-                "capture.snaplen-truncated",
-                f"the capture was taken with a snaplen that cut TCP payloads: {count} frame(s), the first frame "
-                f"{first} with {captured} of its {length} payload bytes{unread}; capture again with -s 0",
-                frame=first,
-            )
-        elif self.http.bodies.messages == 0:
-            self.sessions.anomaly(None, "capture.no-mcp", self._no_mcp_detail())
-
-    def _no_mcp_detail(self) -> str:
-        if self.frames == 0:
-            return "the capture holds no packets"
-        if self.http_conns == 0 and self.encrypted:
-            return f"{self.frames} frames; the only candidates were TLS connections that were not decrypted"
-        if self.http_conns == 0:
-            return (
-                f"{self.frames} frames but no HTTP connection (sniffed by an HTTP/1.1 request line or the "
-                "HTTP/2 preface; force ports with --http-port)"
-            )
-        return f"{self.http_conns} HTTP connections but no JSON-RPC message in them"
+            yield from CapturePass(source, options, tshark, path).events()
 
 
 READER = PcapReader()
