@@ -115,8 +115,9 @@ class Selector:
     events: frozenset[EntryKind]
     side: Party | None = None
     """None for either party."""
-    mechanism: CancelMechanism | None = None
-    """The timeline's cancel mechanism, or None for any."""
+    mechanism: frozenset[CancelMechanism] | None = None
+    """What may have carried the request's cancel for it to be selected (other entries are unaffected);
+    None for any."""
     where: Where = Where()
 
 
@@ -423,7 +424,13 @@ def _selector(ctx: _Ctx, raw: Any, where: str) -> Selector:
         raise ctx.fail(where, "needs an event kind")
     events = frozenset(EntryKind(e) for e in ctx.choices(raw["event"], [k.value for k in EntryKind], f"{where}.event"))
     side = ctx.member(raw["from"], Party, f"{where}.from") if "from" in raw else None
-    mechanism = ctx.member(raw["mechanism"], CancelMechanism, f"{where}.mechanism") if "mechanism" in raw else None
+    mechanism = (
+        frozenset(
+            CancelMechanism(m) for m in ctx.choices(raw["mechanism"], list(CancelMechanism), f"{where}.mechanism")
+        )
+        if "mechanism" in raw
+        else None
+    )
     return Selector(events, side, mechanism, _where(ctx, raw.get("where", {}), f"{where}.where"))
 
 

@@ -38,6 +38,9 @@ ARROWS: Mapping[str, Arrow] = {
     "result": Arrow.RESPONSE,
     "error-result": Arrow.ERROR,
     "cancel": Arrow.CANCEL,
+    "cancel-answer": Arrow.CANCEL,  # the answer to tasks/cancel: the cancel's own reply
+    "task-status": Arrow.NOTIFICATION,
+    "task-result": Arrow.RESPONSE,
     "stream-closed-by-client": Arrow.CLOSE,
     "stream-closed-by-server": Arrow.CLOSE,
     "stream-reset-by-client": Arrow.RESET,
@@ -156,6 +159,9 @@ def _label(call: Mapping[str, Any], entry: Mapping[str, Any], arrow: Arrow | Non
         return str(entry.get("excerpt") or kind.replace("-", " "))
     if arrow is Arrow.READ:
         return f"{method or 'a read'} succeeded (the verifying read)"
+    if kind in ("cancel-answer", "task-status", "task-result"):  # what a task's receiver said of it
+        status = entry.get("status")
+        return f"{method or kind}" + (f": {status}" if isinstance(status, str) else " (acknowledged)")
     if arrow is Arrow.RESPONSE:
         return f"result (id {call.get('request_id')})"
     if arrow is Arrow.ERROR:

@@ -330,7 +330,12 @@ def _selects(sel: Selector, tl: RequestTimeline, entry: TimelineEntry, cancelled
         return False
     if sel.side == "receiver" and entry.side is not tl.requester.other:
         return False
-    if sel.mechanism is not None and (tl.cancel is None or tl.cancel.mechanism.value != sel.mechanism):
+    if (
+        is_the_cancel
+        and sel.mechanism is not None
+        and tl.cancel is not None
+        and tl.cancel.mechanism not in sel.mechanism
+    ):
         return False
     return _where(sel.where, tl, entry, cancelled)
 

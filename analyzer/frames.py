@@ -20,7 +20,7 @@ findings
 
 cancellations
     session, request_id, method, tool   as above; tool empty when the call was not tools/call
-    mechanism         notification | disconnect | ...
+    mechanism         notification | disconnect | tasks-cancel
     outcome           clean | late-result-discarded | late-result-violation | outcome-unverified | verified-by-read
     certainty         exact | inferred
     explanation       why that outcome

@@ -91,6 +91,8 @@ class TransportKind(StrEnum):
 class CancelMechanism(StrEnum):
     NOTIFICATION = "notification"
     DISCONNECT = "disconnect"
+    TASKS_CANCEL = "tasks-cancel"
+    """A `tasks/cancel` request for the task a task-augmented request created (its only cancel)."""
 
 
 class RevisionBasis(StrEnum):
@@ -137,6 +139,13 @@ class EntryKind(StrEnum):
     RECEIVE_WINDOW_ZERO = "receive-window-zero"
     SERVER_BYTES = "server-bytes"
     RECORDING_ENDED = "recording-ended"
+    CANCEL_ANSWER = "cancel-answer"
+    """The receiver's answer to a `tasks/cancel` of the request's task (`TimelineEntry.status` says what)."""
+    TASK_STATUS = "task-status"
+    """The task's status as its receiver reported it (a `tasks/get` result, `notifications/tasks/status`),
+    or an error answering `tasks/get` or `tasks/result` (`TimelineEntry.status` says which)."""
+    TASK_RESULT = "task-result"
+    """`tasks/result` answered with a result: the request's own result, delivered."""
 
 
 class Relation(StrEnum):

@@ -278,6 +278,9 @@ class TimelineEntry:
     """How many messages or events this entry stands for. Past a request's entry limit, like entries
     (same kind, side, relation and certainty) are counted in one entry: its origin and time are the
     first one's, and the others may interleave with later entries."""
+    status: str | None = None
+    """What a task entry reports: the task's status (`cancelled`, `completed`, ...; None for an empty
+    acknowledgement), `result` for a `tasks/result` answered with a result, or `error CODE`."""
 
 
 @record
@@ -285,9 +288,10 @@ class CancelInfo:
     """The cancel in force for a request (the first one its receiver had to act on)."""
 
     mechanism: CancelMechanism
-    """A `notifications/cancelled`, or the client's disconnect where the revision makes that the cancel."""
+    """A `notifications/cancelled`, the client's disconnect where the revision makes that the cancel, or a
+    `tasks/cancel` of the task a task-augmented request created."""
     entry: TimelineEntry
-    """The cancel itself (the notification, or the client's close/reset of the stream)."""
+    """The cancel itself (the notification, the client's close/reset of the stream, or the `tasks/cancel`)."""
     reason: str | None = None
     """The notification's `reason`, if it gave a string."""
 

@@ -11,8 +11,10 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import replace
 
+from . import task_outcomes
 from .model import (
     CancelledCall,
+    CancelMechanism,
     Certainty,
     EntryKind,
     Finding,
@@ -63,39 +65,35 @@ def classify(timeline: RequestTimeline) -> CancelledCall | None:
     cancel = timeline.cancel
     if cancel is None:
         return None
-    reply = next(
-        (e for e in timeline.entries if e.kind in _REPLIES and e.relation in (Relation.CROSSING, Relation.AFTER)),
-        None,
-    )
+    late = _late(timeline)
     evidence = [cancel.entry.origin]
     # silence is exact only up to the end of the recording; judged when the hold ended, a reply may follow
     certainty = Certainty.EXACT if timeline.ended_by_recording else Certainty.INFERRED
     verified_by = None
-    if reply is not None:
-        evidence.append(reply.origin)
-        certainty = reply.certainty
-        if reply.relation is Relation.AFTER:
-            outcome = Outcome.LATE_RESULT_VIOLATION
-            why = "the reply left after the cancel reached the receiver"
-        else:
-            outcome = Outcome.LATE_RESULT_DISCARDED
-            why = "the reply crossed the cancel in flight; the canceller must discard it"
+    # the words for silence: a task's say what its tasks/cancel was answered
+    silent, short = "no reply after the cancel", "no reply"
+    if cancel.mechanism is CancelMechanism.TASKS_CANCEL:
+        silent = short = task_outcomes.silence(timeline)
+    if late is not None:
+        evidence.append(late.entry.origin)
+        certainty = late.entry.certainty
+        outcome, why = late.outcome, late.why
     elif timeline.method != "tools/call":
         outcome = Outcome.CLEAN
-        why = f"no reply after the cancel, and {timeline.method} is not a tool call"
+        why = f"{silent}, and {timeline.method} is not a tool call"
     elif timeline.tool_effect is ToolEffect.READ_ONLY:
         outcome = Outcome.CLEAN
-        why = f"no reply after the cancel; tools/list marked {timeline.tool!r} readOnlyHint (the server's claim)"
+        why = f"{silent}; tools/list marked {timeline.tool!r} readOnlyHint (the server's claim)"
     elif timeline.verified_by is not None:
         outcome = Outcome.VERIFIED_BY_READ
         verified_by = timeline.verified_by.origin
         evidence.append(verified_by)
-        why = f"no reply; a later {timeline.verified_by.method} succeeded and could have checked the effect"
+        why = f"{short}; a later {timeline.verified_by.method} succeeded and could have checked the effect"
     else:
         outcome = Outcome.OUTCOME_UNVERIFIED
         effect = "has no annotations" if timeline.tool_effect is ToolEffect.UNKNOWN else "may have side effects"
-        why = f"no reply, {timeline.tool!r} {effect}, and no later read checked what it did"
-    if reply is None and not timeline.ended_by_recording:
+        why = f"{short}, {timeline.tool!r} {effect}, and no later read checked what it did"
+    if late is None and not timeline.ended_by_recording:
         why += " (judged when its hold ended, before the recording did)"
     kept, left_out = around_cancel(timeline)
     return CancelledCall(
@@ -112,6 +110,24 @@ def classify(timeline: RequestTimeline) -> CancelledCall | None:
         timeline=kept,
         left_out=left_out,
     )
+
+
+def _late(timeline: RequestTimeline) -> task_outcomes.Late | None:
+    """The reply (or, for a task, the result) that came after the cancel, and what it makes of the call."""
+    if timeline.cancel is not None and timeline.cancel.mechanism is CancelMechanism.TASKS_CANCEL:
+        return task_outcomes.late(timeline)
+    reply = next(
+        (e for e in timeline.entries if e.kind in _REPLIES and e.relation in (Relation.CROSSING, Relation.AFTER)),
+        None,
+    )
+    if reply is None:
+        return None
+    if reply.relation is Relation.AFTER:
+        return task_outcomes.Late(
+            Outcome.LATE_RESULT_VIOLATION, reply, "the reply left after the cancel reached the receiver"
+        )
+    why = "the reply crossed the cancel in flight; the canceller must discard it"
+    return task_outcomes.Late(Outcome.LATE_RESULT_DISCARDED, reply, why)
 
 
 def marked(call: CancelledCall, judged: Sequence[tuple[Finding, Sequence[TimelineEntry]]]) -> CancelledCall:

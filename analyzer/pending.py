@@ -100,6 +100,9 @@ class TaskState:
     """That request's method."""
     status: str
     """The last status seen."""
+    call: PendingRequest | None = None
+    """The creating request while its timeline is kept open for the task (task_outcomes.py): until the
+    task ends, or, once `tasks/cancel` cancelled it, like any cancelled call. None once it is judged."""
 
 
 @dataclass(slots=True)
@@ -110,12 +113,16 @@ class SessionTasks:
     by_request: dict[tuple[Side, RequestId], str] = field(default_factory=dict)
     addressed: OrderedDict[tuple[Side, RequestId], str] = field(default_factory=OrderedDict)
 
-    def remember(self, task_id: str, task: TaskState) -> None:
+    def remember(self, task_id: str, task: TaskState) -> TaskState | None:
+        """Add a task; the oldest one it pushed out past MAX_TASKS (its kept call is judged now)."""
         self.by_id[task_id] = task
         self.by_request[(task.requester, task.request_id)] = task_id
-        if len(self.by_id) > MAX_TASKS:
-            _, old = self.by_id.popitem(last=False)
-            self.by_request.pop((old.requester, old.request_id), None)
+        if len(self.by_id) <= MAX_TASKS:
+            return None
+        old_id, old = self.by_id.popitem(last=False)
+        if self.by_request.get((old.requester, old.request_id)) == old_id:  # not a newer task of a reused id
+            del self.by_request[(old.requester, old.request_id)]
+        return old
 
 
 @dataclass(slots=True)
@@ -210,10 +217,12 @@ class SessionState:
     def remove_open(self, item: PendingRequest) -> bool:
         """Drop a finalised request from every index; True when its progress token was still its own."""
         key = item.key
-        self.open.pop(key, None)
+        if self.open.get(key) is item:  # a task's call, judged late, may share its key with a newer request
+            del self.open[key]
         if item.held:
             for waiting in (self.held, self.awaiting_proof, self.awaiting_read):
-                waiting.pop(key, None)
+                if waiting.get(key) is item:
+                    del waiting[key]
         if item.stream is not None:
             keys = self.streams.get(item.stream)
             if keys is not None and key in keys:

@@ -155,7 +155,7 @@ class Reconstructor:
     def _end(self, session: SessionState, seq: int, origin: Origin) -> None:
         """The recording of a session ended (the input did, or its server restarted): what is still
         open is judged as never finished, and the session's state is freed."""
-        for item in list(session.open.values()):
+        for item in [*session.open.values(), *tasks.release(session)]:
             session.add_entry(item, TimelineEntry(EntryKind.RECORDING_ENDED, None, seq, session.last_ts, origin))
             self._finalise(session, item, ended=True)
         self._out.append(session.summary(self.source))
@@ -208,7 +208,7 @@ class Reconstructor:
                 self._cancel(session, event, sender, message)
             else:
                 if method == "notifications/tasks/status":
-                    self._out.extend(tasks.on_status(session, event, message.payload))
+                    self._out.extend(tasks.on_status(session, event, sender, message.payload))
                     self._out.extend(task_traffic.on_status(session, event, message.payload))
                 self._notification(session, event, sender)
         elif kind is MessageKind.REQUEST:
@@ -249,7 +249,7 @@ class Reconstructor:
         session.add_entry(item, _entry(EntryKind.REQUEST, sender, event))
         named_task = method.startswith("tasks/")
         if named_task:
-            tasks.on_request(session, sender, request_id, method, payload)
+            tasks.on_request(session, event, sender, request_id, payload)
         if named_task or session.tasks is not None:
             self._out.extend(task_traffic.on_request(session, event, sender, request_id, method, payload))
         if len(session.open) > self.options.max_open:
@@ -414,7 +414,7 @@ class Reconstructor:
         forgotten = self.finished.retire(session, item, judged=judged, own_token=own_token, ended=ended)
         if forgotten is not None:
             self._out.append(forgotten)
-        if judged:
+        if judged and not (item.is_task and tasks.keeps(session, item)):  # a task's call stays open while it runs
             self._out.append(session.timeline(item, ended=ended))
 
 

@@ -129,6 +129,7 @@ def _timeline(tl: RequestTimeline, marks: tuple[Mark, ...] = ()) -> list[dict[st
                 "excerpt": e.excerpt,
                 "repeats": e.repeats,
                 "findings": found,
+                **({"status": e.status} if e.status is not None else {}),
             }
         )
     return rows

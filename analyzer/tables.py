@@ -17,8 +17,8 @@ Columns:
     reply           result | error-result | none
     reply_ts        epoch seconds of the first reply; NaN when none
     duration        reply_ts - request_ts in seconds; NaN when either is missing
-    cancelled       whether the requester cancelled it (notification or disconnect)
-    mechanism       notification | disconnect | empty
+    cancelled       whether the requester cancelled it (notification, disconnect or tasks/cancel)
+    mechanism       notification | disconnect | tasks-cancel | empty
     outcome         the cancelled-call outcome, empty when not cancelled
     progress        number of progress notifications
     entries         number of messages and transport events on the request's timeline

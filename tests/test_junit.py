@@ -40,6 +40,8 @@ def test_one_case_per_session_and_rule_failures_carry_the_finding(tmp_path: Path
         (slow_tool, "CW304 id-reused"): "not in force under 2026-07-28 over stdio",
         (slow_tool, "CW112 task-status-after-cancel"): "not in force under 2026-07-28 over stdio",
         (slow_tool, "CW113 tasks-cancel-final-not-rejected"): "not in force under 2026-07-28 over stdio",
+        (slow_tool, "CW114 task-result-after-cancel"): "not in force under 2026-07-28 over stdio",
+        (slow_tool, "CW115 tasks-cancel-not-marked-cancelled"): "not in force under 2026-07-28 over stdio",
         (slow_tool, "CW117 related-task-tag-missing"): "not in force under 2026-07-28 over stdio",
         (slow_tool, "CW118 related-task-tag-redundant"): "not in force under 2026-07-28 over stdio",
         (slow_tool, "CW119 related-task-tag-mismatch"): "not in force under 2026-07-28 over stdio",
@@ -72,7 +74,7 @@ def test_one_case_per_session_and_rule_failures_carry_the_finding(tmp_path: Path
     assert [(s.name, s.tests, s.failures, s.errors, s.skipped) for s in xml] == [
         ("nope.jsonl", 1, 0, 1, 0),
         (UNKNOWN_ID, per_session, 1, 0, 0),
-        (SLOW_TOOL, per_session, 1, 0, 7),  # CW104, CW304, CW112, CW113, CW117-CW119 not in force in 2026-07-28
+        (SLOW_TOOL, per_session, 1, 0, 9),  # CW104, CW304, CW112-CW115, CW117-CW119 not in force in 2026-07-28
     ]
     assert (xml.tests, xml.failures, xml.errors) == (2 * per_session + 1, 2, 1)
 
