@@ -143,9 +143,10 @@ class EntryKind(StrEnum):
     """The receiver's answer to a `tasks/cancel` of the request's task (`TimelineEntry.status` says what)."""
     TASK_STATUS = "task-status"
     """The task's status as its receiver reported it (a `tasks/get` result, `notifications/tasks/status`),
-    or an error answering `tasks/get` or `tasks/result` (`TimelineEntry.status` says which)."""
+    or an answer to `tasks/get` or `tasks/result` that delivers no result: an error, or a result with
+    nothing but `_meta` (`TimelineEntry.status` says which)."""
     TASK_RESULT = "task-result"
-    """`tasks/result` answered with a result: the request's own result, delivered."""
+    """`tasks/result` answered with a result that has content: the request's own result, delivered."""
 
 
 class Relation(StrEnum):

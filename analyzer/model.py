@@ -280,7 +280,8 @@ class TimelineEntry:
     first one's, and the others may interleave with later entries."""
     status: str | None = None
     """What a task entry reports: the task's status (`cancelled`, `completed`, ...; None for an empty
-    acknowledgement), `result` for a `tasks/result` answered with a result, or `error CODE`."""
+    acknowledgement), `result` for a `tasks/result` answered with content, `empty result` for one answered
+    with nothing but `_meta`, or `error CODE`."""
 
 
 @record

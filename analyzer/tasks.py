@@ -169,8 +169,12 @@ def _on_call(
         # an error from tasks/result is the request's error, no result: said of the task like a status
         kind = EntryKind.TASK_STATUS if kind is EntryKind.TASK_RESULT else kind
         status: str | None = f"error {_code(message)}"
+    elif kind is EntryKind.TASK_RESULT:
+        # a result with nothing but `_meta` (the Python SDK's for a cancelled task) delivers nothing
+        delivered = any(key != "_meta" for key in message.payload)
+        kind, status = (kind, "result") if delivered else (EntryKind.TASK_STATUS, "empty result")
     else:
-        status = "result" if kind is EntryKind.TASK_RESULT else _status(message.payload)
+        status = _status(message.payload)
     answers_cancel = call.cancel is not None and call.cancel.entry.seq == item.seq
     entry = _entry(kind, call.requester.other, event, item.method, status)
     session.add_entry(call, entry, names_cancel=answers_cancel)

@@ -310,3 +310,23 @@ def test_the_text_report_lists_the_cancelled_task() -> None:
 def test_the_gate_judges_a_cancelled_task(name: str, args: tuple[str, ...], status: int) -> None:
     proc = run("audit", f"tests/task_outcomes/{name}.jsonl", *args)
     assert proc.returncode == status, proc.stdout + proc.stderr
+
+
+def test_a_result_with_nothing_but_meta_delivers_nothing() -> None:
+    """The Python SDK answers tasks/result for a cancelled task with `_meta` only (sample line 20): no late
+    result; the work it went on with after the cancel (its stderr, lines 22-36) leaves the call unverified."""
+    [call], found = _calls(ROOT / "sample_captures/tasks/sdk-py-task-cancel-working.jsonl")
+    assert call.timeline is not None
+    said = [
+        (e.kind, e.method, e.status, e.origin.line)
+        for e in call.timeline.entries
+        if call.timeline.cancel and e.seq > call.timeline.cancel.entry.seq
+    ]
+    assert said[:4] == [
+        ("cancel-answer", "tasks/cancel", "cancelled", 16),
+        ("task-status", "tasks/get", "cancelled", 18),
+        ("task-status", "tasks/result", "empty result", 20),
+        ("task-status", "notifications/tasks/status", "cancelled", 23),
+    ]
+    assert (call.outcome, call.certainty, _lines(call)) == ("outcome-unverified", "exact", [15])
+    assert found == []

@@ -216,17 +216,20 @@ TS_ABORT_FINDINGS = [
     ("CW106", "info", "inferred", 3, "tasks/get"),
     ("CW106", "info", "inferred", 4, "tasks/get"),
 ]
+# tasks/cancel of the working task cancels tools/call id 2: marked cancelled, no result delivered (the
+# Python SDK's tasks/result is `_meta` only), the tool not read-only and nothing read it back
+TASK_CANCELLED = [(2, "export_ledger", "tasks-cancel", "outcome-unverified", "exact")]
 VERDICTS: dict[str, tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]] = {
     # name: (findings, cancelled calls)
-    "sdk-py-task-cancel-working.jsonl": ([], []),
-    "sdk-py-http-task-cancel-working.pcapng": ([], []),
-    "sdk-py-http-task-cancel-working.server.jsonl": ([], []),
+    "sdk-py-task-cancel-working.jsonl": ([], TASK_CANCELLED),
+    "sdk-py-http-task-cancel-working.pcapng": ([], TASK_CANCELLED),
+    "sdk-py-http-task-cancel-working.server.jsonl": ([], TASK_CANCELLED),
     "sdk-py-task-cancel-completed.jsonl": ([], []),
     "sdk-py-task-progress-completed.jsonl": ([], []),
     "sdk-py-task-caller-timeout.jsonl": ([], []),
     "sdk-py-http-task-caller-timeout.pcapng": ([], []),
     "sdk-py-http-task-caller-timeout.server.jsonl": ([], []),
-    "sdk-ts-task-cancel-working.jsonl": ([], []),
+    "sdk-ts-task-cancel-working.jsonl": ([], TASK_CANCELLED),
     "sdk-ts-task-cancel-completed.jsonl": ([], []),
     "sdk-ts-task-caller-abort.jsonl": (TS_ABORT_FINDINGS, []),
     "sdk-ts-http-task-caller-abort.pcapng": (TS_ABORT_FINDINGS, []),
