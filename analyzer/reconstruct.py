@@ -319,12 +319,19 @@ class Reconstructor:
             return
         key = session.tokens.get(token)
         item = session.open.get(key) if key else None
+        late: Anomaly | None = None
+        if item is None and session.task_traffic is not None:  # a task's token lives until the task ends
+            owner = task_traffic.progress_owner(session, event, token)
+            if isinstance(owner, Anomaly):
+                late = owner
+            else:
+                item = owner
         value: Any = payload.get("progress")
         numeric = value.__class__ is int or value.__class__ is float  # not bool, whose class is bool
         if not numeric or payload.get("total", 0).__class__ not in _NUMBERS:
             self._out.append(_not_a_number(session, event, payload, item))
         if item is None:
-            late = self.finished.late_progress(session, event, token)
+            late = late or self.finished.late_progress(session, event, token)
             if late is not None:
                 self._out.append(late)
             return
@@ -389,7 +396,7 @@ class Reconstructor:
         item.replied = True
         if first_reply and (item.is_task or session.tasks is not None):
             self._out.extend(tasks.on_reply(session, item, event, message))
-        if session.task_traffic is not None:
+        if item.is_task or session.task_traffic is not None:
             self._out.extend(task_traffic.on_reply(session, event, item, message))
         if first_reply and kind is EntryKind.RESULT:
             session.learn(item.method, message.payload)

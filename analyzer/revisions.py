@@ -31,13 +31,16 @@ class RevisionFacts:
     SHOULD NOT count as a cancel (2025-03-26 to 2025-11-25); None where the transport had no such rule."""
     http_notification_is_cancel: bool
     """A POSTed `notifications/cancelled` is the HTTP cancel (≤2025-11-25)."""
+    task_progress: bool = False
+    """A task-augmented request's progress token lives until its task ends (Tasks, Task Progress
+    Notifications, 2025-11-25); the 2026-07-28 Tasks extension supports no progress on tasks."""
 
 
 FACTS: dict[Revision, RevisionFacts] = {
     "2024-11-05": RevisionFacts("2024-11-05", True, False, True, True, None, True),
     "2025-03-26": RevisionFacts("2025-03-26", True, True, True, True, False, True),
     "2025-06-18": RevisionFacts("2025-06-18", True, False, True, True, False, True),
-    "2025-11-25": RevisionFacts("2025-11-25", True, False, True, True, False, True),
+    "2025-11-25": RevisionFacts("2025-11-25", True, False, True, True, False, True, task_progress=True),
     "2026-07-28": RevisionFacts("2026-07-28", False, False, False, False, True, False),
 }
 assert tuple(FACTS) == REVISIONS  # the table covers every known revision (a code invariant, not input)

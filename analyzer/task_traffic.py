@@ -1,4 +1,14 @@
-"""The related-task tag on task traffic (2025-11-25 Tasks, TSK-3 in shared/PROTOCOL.md).
+"""Task traffic: progress while and after a task runs (PRG-3), and the related-task tag (TSK-3).
+
+A task-augmented request's progress token lives until its task ends (2025-11-25): reconstruction asks
+`progress_owner` about progress whose token names no open request. Progress for a task that still runs
+(or whose `tasks/cancel` is still held) goes on the creating request's kept timeline (tasks.py keeps it),
+so it is judged like any progress: increasing, and after the cancel CW102 with the cancel's ordering
+certainty. Progress once the task is over (its call judged: completed, failed, or cancelled and its hold
+over) is `progress.after-completion`, as is any progress after the CreateTaskResult in 2026-07-28,
+whose Tasks extension supports no progress on tasks.
+
+The related-task tag (2025-11-25 Tasks):
 
 `_meta["io.modelcontextprotocol/related-task"] = {"taskId": ...}` ties a message to a task. The
 `tasks/result` result must carry it (its body has no task id), and so must every request, notification
@@ -10,7 +20,8 @@ carry it; a tag naming another task than the one the message is about contradict
 Tasks extension has no `tasks/result` and no tag, so the rules cite 2025-11-25 only.
 
 Nothing here runs until a session has a task (or a `tasks/*` request): a session without tasks pays one
-attribute test per request. What waits for a reply is bounded by MAX_TASKS.
+attribute test per request. What waits for a reply, and the token of each task, are bounded by MAX_TASKS;
+a token is forgotten with its task.
 """
 
 from __future__ import annotations
@@ -20,7 +31,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import Anomaly, Message, MessageEvent, MessageKind, RequestId, Side
+from . import revisions
+from .model import Anomaly, Message, MessageEvent, MessageKind, RequestId, Revision, Side
 from .pending import MAX_TASKS, PendingRequest, SessionState
 
 TAG = "io.modelcontextprotocol/related-task"
@@ -56,16 +68,57 @@ class Expected:
     """Why the reply is tied to the task, for the finding."""
 
 
+@dataclass(frozen=True, slots=True)
+class TaskToken:
+    """The task a progress token belongs to."""
+
+    task_id: str
+    revision: Revision | None
+    """The revision that judged the creating request."""
+
+
 @dataclass(slots=True)
 class TaskTraffic:
-    """A session's requests whose replies are judged for the tag, oldest first."""
+    """A session's requests whose replies are judged for the tag, and its tasks' progress tokens, oldest first."""
 
     replies: OrderedDict[tuple[Side, RequestId], Expected] = field(default_factory=OrderedDict)
+    tokens: OrderedDict[str | int, TaskToken] = field(default_factory=OrderedDict)
 
     def expect(self, key: tuple[Side, RequestId], expected: Expected) -> None:
         self.replies[key] = expected
         if len(self.replies) > MAX_TASKS:
             self.replies.popitem(last=False)
+
+    def remember_token(self, token: str | int, task: TaskToken) -> None:
+        self.tokens.pop(token, None)  # a token used again: its newest task goes to the end
+        self.tokens[token] = task
+        if len(self.tokens) > MAX_TASKS:
+            self.tokens.popitem(last=False)
+
+
+def progress_owner(session: SessionState, event: MessageEvent, token: str | int) -> PendingRequest | Anomaly | None:
+    """Progress whose token names no open request: the kept call of the token's task (the progress goes
+    on its timeline), `progress.after-completion` when the task is over or has no progress, or None when
+    the token is no known task's (the finished requests judge it)."""
+    traffic = session.task_traffic
+    owner = traffic.tokens.get(token) if traffic is not None else None
+    tasks = session.tasks
+    task = tasks.by_id.get(owner.task_id) if owner is not None and tasks is not None else None
+    if owner is None or task is None:
+        if traffic is not None and owner is not None:
+            del traffic.tokens[token]  # its task was forgotten (MAX_TASKS): so is the token
+        return None
+    facts = revisions.facts(owner.revision)
+    if facts is not None and not facts.task_progress:
+        why = f"in {owner.revision} a task has no progress: its request ended with the CreateTaskResult"
+    elif task.call is not None:
+        return task.call
+    else:
+        why = f"the task was over ({task.status})"
+    what = f"progress for token {token!r} of task {owner.task_id!r} ({task.method} id {task.request_id!r}): {why}"
+    return session.anomaly(
+        event, "progress.after-completion", what, task.request_id, task.method, requester=task.requester
+    )
 
 
 def tag_of(value: Mapping[str, Any]) -> Tag | None:
@@ -113,7 +166,10 @@ def on_request(
 
 
 def on_reply(session: SessionState, event: MessageEvent, item: PendingRequest, message: Message) -> Iterator[Anomaly]:
-    """The first reply to a request whose reply is judged for the tag (errors have no `_meta`)."""
+    """The first reply to a task-augmented request (its token now follows the task), or to a request
+    whose reply is judged for the tag (errors have no `_meta`)."""
+    if item.is_task and item.progress_token is not None:
+        _follow_token(session, item)
     traffic = session.task_traffic
     expected = traffic.replies.pop(item.key, None) if traffic is not None else None
     if expected is None or message.kind is not MessageKind.RESULT:
@@ -172,6 +228,15 @@ def _fetching_on_stream(session: SessionState, event: MessageEvent, sender: Side
         if expected is not None and expected.method == "tasks/result" and key[0] is sender.other:
             return expected.task_id
     return None
+
+
+def _follow_token(session: SessionState, item: PendingRequest) -> None:
+    """The CreateTaskResult made a task: the request's progress token now belongs to it."""
+    tasks = session.tasks
+    task_id = tasks.by_request.get(item.key) if tasks is not None else None
+    if task_id is not None and item.progress_token is not None:
+        revision = session.revision_for(item.declared_revision)[0]
+        _traffic(session).remember_token(item.progress_token, TaskToken(task_id, revision))
 
 
 def _traffic(session: SessionState) -> TaskTraffic:

@@ -4,14 +4,16 @@
 
 Each is a cancelwire transcript seen from a proxy, revision 2025-11-25, starting as the task fixtures do
 (scripts/make_task_fixtures.py START: `tools/call` id 2 answered with a CreateTaskResult for task "t-1",
-lines 2-5); what follows differs per fixture.
+lines 2-5); what follows differs per fixture. The progress fixtures (PROGRESS_FIXTURES) give that call the
+progress token "p-2" (TOKEN_START), which lives until the task ends.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from make_task_fixtures import START, Step, write
+import make_task_fixtures
+from make_task_fixtures import START, Step, _write, write
 
 TAG = "io.modelcontextprotocol/related-task"
 
@@ -72,6 +74,27 @@ def _poll_and_fetch(
     ]
 
 
+def progress(value: int, token: str = "p-2") -> Step:
+    return ("s2c", {"method": "notifications/progress", "params": {"progressToken": token, "progress": value}})
+
+
+#: START with a progress token on the task-augmented tools/call id 2 (its token lives until the task ends).
+TOKEN_START: list[Step] = [
+    *START[:2],
+    (START[2][0], {**START[2][1], "params": {**START[2][1]["params"], "_meta": {"progressToken": "p-2"}}}),
+    START[3],
+]
+CANCELLED: list[Step] = [
+    request("c2s", 3, "tasks/cancel", {"taskId": "t-1"}),
+    reply("s2c", 3, task("cancelled")),
+]
+#: Progress files: the steps after TOKEN_START (lines 2-5).
+PROGRESS_FIXTURES: dict[str, list[Step]] = {
+    "progress-after-cancel/triggers-task": [progress(1), *CANCELLED, progress(2), progress(3)],
+    "progress-after-cancel/clean-task": [progress(1), progress(2), *CANCELLED],
+    "progress-after-completion/triggers-task": [progress(1), status("completed"), progress(2)],
+}
+
 FIXTURES: dict[str, list[Step]] = {
     "related-task-tag-missing/triggers": _input_round(answer_tag=None, result_tag=None),
     "related-task-tag-missing/clean": _input_round(answer_tag="t-1", result_tag="t-1"),
@@ -81,8 +104,27 @@ FIXTURES: dict[str, list[Step]] = {
     "related-task-tag-mismatch/clean": _poll_and_fetch(None, None, None, result_tag="t-1"),
 }
 
-__all__ = ["FIXTURES", "START", "reply", "request", "status", "task", "write"]
+
+def write_progress(name: str, steps: list[Step]) -> None:
+    """A progress fixture: TOKEN_START, then STEPS."""
+    _write(make_task_fixtures.ROOT / "tests/rules" / f"{name}.jsonl", [*TOKEN_START, *steps])
+
+
+__all__ = [
+    "FIXTURES",
+    "PROGRESS_FIXTURES",
+    "START",
+    "TOKEN_START",
+    "reply",
+    "request",
+    "status",
+    "task",
+    "write",
+    "write_progress",
+]
 
 if __name__ == "__main__":
     for fixture, fixture_steps in FIXTURES.items():
         write(fixture, fixture_steps)
+    for fixture, fixture_steps in PROGRESS_FIXTURES.items():
+        write_progress(fixture, fixture_steps)

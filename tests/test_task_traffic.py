@@ -17,7 +17,18 @@ from cancelwire.reconstruct import ReconstructOptions, Reconstructor
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 import make_task_fixtures  # noqa: E402
-from make_task_traffic_fixtures import FIXTURES, START, reply, request, status  # noqa: E402
+from make_task_traffic_fixtures import (  # noqa: E402
+    FIXTURES,
+    PROGRESS_FIXTURES,
+    START,
+    TOKEN_START,
+    progress,
+    reply,
+    request,
+    status,
+    task,
+    write_progress,
+)
 
 HEADER = {"cancelwire_transcript": 1, "transport": "stdio", "vantage": "proxy"}
 Found = list[tuple[str, object, str, list[int]]]
@@ -37,9 +48,9 @@ def _fixture(tmp_path: Path, name: str, revision: str = "2025-11-25") -> Found:
     return _audit(path)
 
 
-def _transcript(tmp_path: Path, steps: list[Any], revision: str = "2025-11-25") -> Found:
+def _transcript(tmp_path: Path, steps: list[Any], revision: str = "2025-11-25", start: list[Any] = START) -> Found:
     lines = [json.dumps(HEADER)]
-    for n, (direction, message) in enumerate([*START, *steps]):
+    for n, (direction, message) in enumerate([*start, *steps]):
         line = json.dumps({"jsonrpc": "2.0", **message}).replace("2025-11-25", revision)
         lines.append(json.dumps({"ts": 1.0 + n / 10, "dir": direction, "line": line}))
     path = tmp_path / "steps.jsonl"
@@ -53,6 +64,91 @@ def test_the_fixtures_are_what_the_script_writes(tmp_path: Path, name: str, monk
     make_task_fixtures.write(name, FIXTURES[name])
     written = (tmp_path / "tests/rules" / f"{name}.jsonl").read_text()
     assert written == (ROOT / "tests/rules" / f"{name}.jsonl").read_text()
+
+
+@pytest.mark.parametrize("name", sorted(PROGRESS_FIXTURES))
+def test_the_progress_fixtures_are_what_the_script_writes(
+    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(make_task_fixtures, "ROOT", tmp_path)
+    write_progress(name, PROGRESS_FIXTURES[name])
+    written = (tmp_path / "tests/rules" / f"{name}.jsonl").read_text()
+    assert written == (ROOT / "tests/rules" / f"{name}.jsonl").read_text()
+
+
+# -- progress while and after a task runs ------------------------------------------------------------
+
+
+def _progress(tmp_path: Path, steps: list[Any], revision: str = "2025-11-25") -> Found:
+    return _transcript(tmp_path, steps, revision, start=TOKEN_START)
+
+
+def test_a_long_running_task_reports_progress_legally(tmp_path: Path) -> None:
+    """Progress on the task's token after its CreateTaskResult, between polls, until it completes."""
+    steps = [
+        progress(1),
+        request("c2s", 3, "tasks/get", {"taskId": "t-1"}),
+        reply("s2c", 3, task("working")),
+        progress(2),
+        progress(3),
+        status("completed"),
+        request("c2s", 4, "tasks/result", {"taskId": "t-1"}),
+        reply("s2c", 4, {"content": []}, tag="t-1"),
+    ]
+    assert _progress(tmp_path, steps) == []
+
+
+def test_progress_after_the_task_was_cancelled_is_progress_after_cancel(tmp_path: Path) -> None:
+    assert _fixture(tmp_path, "progress-after-cancel/triggers-task") == [
+        ("progress-after-cancel", 2, "exact", [7, 9, 10])
+    ]
+    assert _fixture(tmp_path, "progress-after-cancel/clean-task") == []
+
+
+@pytest.mark.parametrize(
+    ("ending", "line"),
+    [
+        ([status("completed")], 8),
+        ([status("failed")], 8),
+        ([request("c2s", 3, "tasks/get", {"taskId": "t-1"}), reply("s2c", 3, task("completed"))], 9),
+        ([request("c2s", 3, "tasks/result", {"taskId": "t-1"}), reply("s2c", 3, {"content": []}, tag="t-1")], 9),
+    ],
+    ids=["status-completed", "status-failed", "tasks-get-completed", "tasks-result-answered"],
+)
+def test_progress_after_the_task_ended_is_progress_after_completion(
+    tmp_path: Path, ending: list[Any], line: int
+) -> None:
+    found = _progress(tmp_path, [progress(1), *ending, progress(2)])
+    assert found == [("progress-after-completion", 2, "exact", [line])]
+
+
+def test_a_task_s_progress_must_increase(tmp_path: Path) -> None:
+    found = _progress(tmp_path, [progress(2), progress(1)])
+    assert found == [("progress-not-increasing", 2, "exact", [7])]
+
+
+@pytest.mark.parametrize(
+    ("name", "lines"),
+    [
+        ("progress-after-cancel/triggers-task", [6, 9, 10]),
+        ("progress-after-cancel/clean-task", [6, 7]),
+        ("progress-after-completion/triggers-task", [6, 8]),
+    ],
+)
+def test_in_2026_07_28_a_task_has_no_progress(tmp_path: Path, name: str, lines: list[int]) -> None:
+    """The Tasks extension: progress is not supported on tasks, so the token ends with the CreateTaskResult."""
+    assert _fixture(tmp_path, name, revision="2026-07-28") == [("progress-after-completion", 2, "exact", lines)]
+
+
+def test_a_task_s_token_is_forgotten_with_its_task(tmp_path: Path) -> None:
+    """Past MAX_TASKS the oldest task is forgotten, and its token with it: its late progress is not judged."""
+    steps: list[Any] = [status("completed")]
+    for n in range(MAX_TASKS):
+        params = {"name": "x", "task": {}, "_meta": {"progressToken": f"q-{n}"}}
+        steps.append(("c2s", {"id": 10 + n, "method": "tools/call", "params": params}))
+        steps.append(("s2c", {"id": 10 + n, "result": {"task": {"taskId": f"u-{n}", "status": "completed"}}}))
+    steps += [progress(2), progress(1, token="q-0")]
+    assert _progress(tmp_path, steps) == [("progress-after-completion", 10, "exact", [7 + 2 * MAX_TASKS + 1])]
 
 
 # -- the related-task tag ------------------------------------------------------------------------
