@@ -219,13 +219,16 @@ TS_ABORT_FINDINGS = [
 # tasks/cancel of the working task cancels tools/call id 2: marked cancelled, no result delivered (the
 # Python SDK's tasks/result is `_meta` only), the tool not read-only and nothing read it back
 TASK_CANCELLED = [(2, "export_ledger", "tasks-cancel", "outcome-unverified", "exact")]
+# the Python SDK's task goes on exporting records 3-6 and reporting progress for them after tasks/cancel was
+# answered cancelled: progress after the cancel (PRG-3: a task's token lives until it ends)
+PROGRESS_AFTER_TASKS_CANCEL = ("CW102", "warning", "exact", 2, "tools/call")
+# on the wire the task's progress comes on the GET stream after the client closed the call's own stream
+TASK_PROGRESS_ON_GET = ("CW204", "info", "exact", 2, "tools/call")
 VERDICTS: dict[str, tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]] = {
     # name: (findings, cancelled calls)
-    # Not yet found on main: progress 3..6 after the tasks/cancel reply (the Python SDK keeps working), which
-    # is progress-after-cancel (CW102) once progress for tasks reaches a cancelled task's call.
-    "sdk-py-task-cancel-working.jsonl": ([], TASK_CANCELLED),
-    "sdk-py-http-task-cancel-working.pcapng": ([], TASK_CANCELLED),
-    "sdk-py-http-task-cancel-working.server.jsonl": ([], TASK_CANCELLED),
+    "sdk-py-task-cancel-working.jsonl": ([PROGRESS_AFTER_TASKS_CANCEL], TASK_CANCELLED),
+    "sdk-py-http-task-cancel-working.pcapng": ([PROGRESS_AFTER_TASKS_CANCEL, TASK_PROGRESS_ON_GET], TASK_CANCELLED),
+    "sdk-py-http-task-cancel-working.server.jsonl": ([PROGRESS_AFTER_TASKS_CANCEL], TASK_CANCELLED),
     "sdk-py-task-cancel-completed.jsonl": ([], []),
     "sdk-py-task-progress-completed.jsonl": ([], []),
     "sdk-py-task-caller-timeout.jsonl": ([], []),
