@@ -322,11 +322,12 @@ def test_a_result_with_nothing_but_meta_delivers_nothing() -> None:
         for e in call.timeline.entries
         if call.timeline.cancel and e.seq > call.timeline.cancel.entry.seq
     ]
-    assert said[:4] == [
+    assert said[:5] == [
         ("cancel-answer", "tasks/cancel", "cancelled", 16),
         ("task-status", "tasks/get", "cancelled", 18),
         ("task-status", "tasks/result", "empty result", 20),
+        ("progress", "notifications/progress", None, 21),  # the task's token lives until it ends
         ("task-status", "notifications/tasks/status", "cancelled", 23),
     ]
     assert (call.outcome, call.certainty, _lines(call)) == ("outcome-unverified", "exact", [15])
-    assert found == []
+    assert found == [("progress-after-cancel", 2)]  # its progress for records 3-6
