@@ -240,7 +240,7 @@ class Reconstructor:
             event.seq,
             tool_of(method, payload),
             progress_token_of(payload),
-            "task" in payload,
+            "task" in payload and not method.startswith("tasks/"),  # a poll may carry it; it creates no task
             event.stream,
             declared,
             EntryLog(self.options.max_entries),

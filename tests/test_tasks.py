@@ -69,3 +69,22 @@ def test_the_task_table_is_bounded_and_hostile_ids_are_ignored(tmp_path: Path) -
     with audit([str(path)]) as result:
         found = sorted((f.rule, f.request_id) for f in result.findings)
     assert found == [("cancel-after-completion", 11), ("cancel-notification-for-task", 10 + MAX_TASKS + 3)]
+
+
+def test_a_tasks_poll_carrying_params_task_creates_no_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The TypeScript SDK 1.32 sends `tasks/get` with `params.task` (sample_captures/tasks/sdk-ts-*): the poll
+    is about task t-1, not a new task, so a completed status in its reply after the cancel is still CW112."""
+    import make_task_fixtures
+
+    monkeypatch.setattr(make_task_fixtures, "ROOT", tmp_path)
+    completed = {"taskId": "t-1", "status": "completed", "createdAt": "2026-12-03T10:00:00Z", "ttl": 60000}
+    write(
+        "poll",
+        [
+            *FIXTURES["task-status-after-cancel/clean"][:2],
+            ("c2s", {"id": 4, "method": "tasks/get", "params": {"taskId": "t-1", "task": {"ttl": 60000}}}),
+            ("s2c", {"id": 4, "result": completed}),
+        ],
+    )
+    with audit([str(tmp_path / "tests/rules/poll.jsonl")]) as result:
+        assert sorted((f.rule, f.request_id) for f in result.findings) == [("task-status-after-cancel", 2)]
