@@ -2,7 +2,9 @@
 
 A capture sees each request's stream open, close or reset, and the bytes the server writes. A client
 disconnect before the reply is the cancel where the revision says so (`cancels.disconnect`); a stream
-that ends can let an answered request be finalised (`holds.settled`).
+that ends can let an answered request be finalised (`holds.settled`). A task-augmented request whose task
+handle was returned is cancelled only by `tasks/cancel` (shared/PROTOCOL.md §7): the client closing its
+stream afterwards is not put on its timeline, so no rule reads it as a disconnect.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ def on_transport(session: SessionState, event: TransportEvent, emit: Callable[[A
             mismatch = cancels.disconnect(session, item, entry, event)
             if mismatch is not None:
                 emit(mismatch)
-        session.add_entry(item, entry)
+        if not (item.is_task and item.replied and event.kind in _CLIENT_DISCONNECTS):
+            session.add_entry(item, entry)  # once its task handle is returned, closing its stream is not a cancel
         if event.kind in _STREAM_ENDS:
             item.stream_ended = True
             if holds.settled(session, item):
