@@ -23,11 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .model import EntryKind, Outcome, Relation, RequestTimeline, TimelineEntry
+from .revisions import facts
 
 #: Task statuses that say the work ran to its end.
 _FINISHED = frozenset({"completed", "failed"})
-#: The revision from which tasks/cancel is cooperative (the Tasks extension).
-COOPERATIVE_FROM = "2026-07-28"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +58,8 @@ def late(timeline: RequestTimeline) -> Late | None:
     if done.relation is Relation.CROSSING:
         why = f"{what} may have left before the receiver read tasks/cancel (a race); the canceller must discard it"
         return Late(Outcome.LATE_RESULT_DISCARDED, done, why)
-    if timeline.revision is not None and timeline.revision >= COOPERATIVE_FROM:
+    rules = facts(timeline.revision)
+    if rules is not None and rules.task_cancel_cooperative:
         why = (
             f"{what} after tasks/cancel was {_answered(answer)}; in {timeline.revision} tasks/cancel is cooperative "
             "and a task may still complete, so the canceller discards the result"
