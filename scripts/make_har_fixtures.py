@@ -15,6 +15,7 @@ Writes sample_captures/har/browser-chromium-cancel.har and tests/rules/har-*/{tr
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -214,6 +215,7 @@ def rule_fixtures() -> dict[str, tuple[Any, Any]]:
     unrecorded["response"]["content"]["size"] = len(reply)
     page = page_entry("https://app.example.test/", "<html></html>", "text/html", "document")
     return {
+        "har-session-id-conflict": (har(conflicting_session_ids(answered)), har([*handshake(), answered])),
         "har-request-failed": (har([*handshake(), reset]), har([*handshake(), abandoned])),
         "har-entry-unreadable": (
             har([*handshake(), bad64]),
@@ -223,6 +225,17 @@ def rule_fixtures() -> dict[str, tuple[Any, Any]]:
         "har-no-mcp": (har([page]), har([page, *handshake()])),
         "har-invalid-json": (None, har([*handshake(), answered])),
     }
+
+
+def conflicting_session_ids(answered: dict[str, Any]) -> list[dict[str, Any]]:
+    """The client re-initializes with its old session id (the server assigns SID), and a call carries
+    two session ids, the server echoing SID: both entries are put in session SID, and named."""
+    first, *rest = handshake()
+    first = copy.deepcopy(first)
+    first["request"]["headers"].append({"name": "mcp-session-id", "value": "0ld5e55100"})
+    twice = copy.deepcopy(answered)
+    twice["request"]["headers"].insert(2, {"name": "Mcp-Session-Id", "value": "0ld5e55100"})
+    return [first, *rest, twice]
 
 
 def write(path: Path, value: Any) -> str:

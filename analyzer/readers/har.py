@@ -142,7 +142,7 @@ class HarEvents:
             yield self.anomaly(piece.line, "har.entry-unreadable", f"entry {piece.index} skipped: {exc}")
             return
         origin = self.origin(exchange)
-        events = exchange_events(exchange, origin, self.session_key(exchange))
+        events = exchange_events(exchange, origin, self.source)
         if events:
             self.mcp += 1
         weight = len(piece.data) // max(1, len(events))
@@ -207,10 +207,6 @@ class HarEvents:
 
     def origin(self, exchange: HarExchange) -> Origin:
         return Origin(self.source, line=exchange.line)
-
-    def session_key(self, exchange: HarExchange) -> str:
-        sid = exchange.header("mcp-session-id")
-        return f"{self.source}#{sid}" if sid else f"{self.source}#{exchange.host or '?'}"
 
 
 def _loads(data: bytes) -> Any:

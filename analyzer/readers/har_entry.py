@@ -22,6 +22,7 @@ from ..timestamps import plausible
 
 MAX_HEADERS = 1000
 """Headers read per message; a real request has a few dozen."""
+SESSION_ID = "mcp-session-id"
 _BEFORE_SEND = ("blocked", "dns", "connect")
 #: `_error` texts that say the client gave up on the request (the browser or the client behind the
 #: proxy closed it): Chromium's net::ERR_ABORTED, Firefox's NS_BINDING_ABORTED, mitmproxy's
@@ -47,6 +48,10 @@ class HarExchange:
     """`host:port` of the URL (the fallback session of requests without a session id)."""
     request_headers: dict[str, str]
     response_headers: dict[str, str]
+    request_session_ids: tuple[str, ...]
+    """The distinct `Mcp-Session-Id` values of the request, in order (more than one is a conflict)."""
+    response_session_ids: tuple[str, ...]
+    """The same for the response (the server assigns the id on `initialize` and may echo it later)."""
     started: float
     """`startedDateTime`, epoch seconds (UTC)."""
     sent: float
@@ -108,6 +113,8 @@ def parse(value: Any, index: int, line: int) -> HarExchange:
         host=urlsplit(url).netloc if "//" in url else url,
         request_headers=_headers(request.get("headers")),
         response_headers=_headers(response.get("headers")),
+        request_session_ids=_values(request.get("headers"), SESSION_ID),
+        response_session_ids=_values(response.get("headers"), SESSION_ID),
         started=started,
         sent=sent,
         first_byte=first_byte,
@@ -170,6 +177,20 @@ def _headers(value: Any) -> dict[str, str]:
             if isinstance(name, str) and isinstance(text, str):
                 headers.setdefault(name.lower(), text)
     return headers
+
+
+def _values(value: Any, name: str) -> tuple[str, ...]:
+    """The distinct non-empty values of header `name` (lower case), in order: `_headers` keeps only the
+    first, which would hide two that disagree."""
+    if not isinstance(value, list):
+        return ()
+    found: dict[str, None] = {}
+    for item in value[:MAX_HEADERS]:
+        if isinstance(item, dict) and isinstance(item.get("name"), str) and item["name"].lower() == name:
+            text = item.get("value")
+            if isinstance(text, str) and text:
+                found[text] = None
+    return tuple(found)
 
 
 def _body(table: dict[str, Any]) -> str | None:

@@ -25,6 +25,7 @@ from ..model import (
     TransportKind,
 )
 from .har_entry import HarExchange
+from .har_session import SESSION_ID_CONFLICT, choose
 from .sse import SseEvent, SseParser
 
 Make = Callable[[int, str], Event]
@@ -37,8 +38,9 @@ _NO_BODY = (202, 204, 304)
 _LEGACY = re.compile(r"^event:\s*endpoint\s*$", re.M)
 
 
-def exchange_events(ex: HarExchange, origin: Origin, key: str) -> list[tuple[float, str, Make]]:
-    """Every event of the entry with its ordering time; empty when the entry is not MCP traffic."""
+def exchange_events(ex: HarExchange, origin: Origin, source: str) -> list[tuple[float, str, Make]]:
+    """Every event of the entry with its ordering time and session key (see `har_session`; else the
+    URL's host); empty when the entry is not MCP traffic."""
     sse = "event-stream" in ex.response_mime
     request_rpc = ex.request_body is not None and _JSONRPC.match(ex.request_body[:4096]) is not None
     response_rpc = ex.response_body is not None and '"jsonrpc"' in ex.response_body
@@ -49,6 +51,11 @@ def exchange_events(ex: HarExchange, origin: Origin, key: str) -> list[tuple[flo
     requests = build.body(ex.request_body, Direction.C2S, ex.sent, "request body", drop_requests=unrecorded)
     first = next((m for m in requests if m.kind is MessageKind.REQUEST), None)
     request_id, method = (first.id, first.method) if first is not None else (None, None)
+    session = choose(ex, method)
+    key = f"{source}#{session.session_id or ex.host or '?'}"
+    if session.conflict is not None:
+        what = f"{build.name}: {session.conflict}"
+        build.timed.append((ex.sent, build.anomaly(SESSION_ID_CONFLICT, what, ex.sent, request_id, method)))
     if unrecorded:
         what = f"{build.name}: the response body is not in the HAR (content size {ex.response_size})"
         if first is not None:
