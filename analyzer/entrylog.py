@@ -4,13 +4,15 @@ A request that streams progress for hours must cost bounded memory. The first `l
 kept as they come; after that the first entry of each kind (kind, side, relation to the cancel,
 certainty) starts a run and the others of that kind only add to its count (`TimelineEntry.repeats`).
 The relation is part of the key, so what came after a cancel is never counted with what came before.
+
+`message_entry` is the entry a JSON-RPC message puts on a timeline.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from .model import Certainty, EntryKind, Relation, Side, TimelineEntry
+from .model import Certainty, EntryKind, MessageEvent, Relation, Side, TimelineEntry
 
 _RunKey = tuple[EntryKind, Side | None, Relation | None, Certainty]
 
@@ -67,3 +69,20 @@ class EntryLog:
         for index, extra in self.extra.items():
             entries[index] = replace(entries[index], repeats=1 + extra)
         return tuple(entries)
+
+
+def message_entry(kind: EntryKind, side: Side, event: MessageEvent) -> TimelineEntry:
+    """A message's timeline entry. Positional: built once per message (a keyword call costs more)."""
+    message = event.message
+    return TimelineEntry(
+        kind,
+        side,
+        event.seq,
+        event.ts,
+        event.origin,
+        event.stream,
+        message.method,
+        None,
+        Certainty.EXACT,
+        message.excerpt,
+    )

@@ -3,7 +3,8 @@
 The rooms: `pending` holds per-session state (the pending table keyed by requester side and id, the
 revision in force); `entrylog` bounds one request's entries; `finished` remembers finalised requests
 (tombstones) for late cancels, replies and progress; `holds` decides when a cancelled request may be
-finalised and what later messages prove about it. This module dispatches events to them.
+finalised and what later messages prove about it; `cancels`, `progress_notifications`, `streams` and
+`tasks` judge what one kind of message or transport event means. This module dispatches events to them.
 
 A timeline is finalised (and handed to the rules) as soon as nothing later can change its verdicts:
 answered on stdio; answered with its stream ended on HTTP. A cancelled request that got no reply is
@@ -19,16 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
 
-from . import cancels, holds, streams, task_traffic, tasks
-from .entrylog import EntryLog
+from . import cancels, holds, progress_notifications, streams, task_traffic, tasks
+from .entrylog import EntryLog, message_entry
 from .finished import FinishedRequests
 from .model import (
     Anomaly,
     CancelInfo,
     CancelMechanism,
-    Certainty,
     Direction,
     EntryKind,
     Event,
@@ -203,7 +202,7 @@ class Reconstructor:
         if kind is MessageKind.NOTIFICATION:
             method = message.method
             if method == "notifications/progress":
-                self._progress(session, event, sender, message)
+                progress_notifications.on_progress(session, self.finished, event, sender, message, self._out.append)
             elif method == "notifications/cancelled":
                 self._cancel(session, event, sender, message)
             else:
@@ -246,7 +245,7 @@ class Reconstructor:
             EntryLog(self.options.max_entries),
         )
         session.add_open(item)
-        session.add_entry(item, _entry(EntryKind.REQUEST, sender, event))
+        session.add_entry(item, message_entry(EntryKind.REQUEST, sender, event))
         named_task = method.startswith("tasks/")
         if named_task:
             tasks.on_request(session, event, sender, request_id, payload)
@@ -308,47 +307,7 @@ class Reconstructor:
             for key in session.streams.get(event.stream, ()):
                 item = session.open.get(key)
                 if item is not None and item.requester is Side.CLIENT:
-                    session.add_entry(item, _entry(EntryKind.RELATED_MESSAGE, sender, event))
-
-    def _progress(self, session: SessionState, event: MessageEvent, sender: Side, message: Message) -> None:
-        payload = message.payload
-        token = payload.get("progressToken")
-        if not valid_token(token):
-            what = "progress without a valid progressToken"
-            self._out.append(session.anomaly(event, "jsonrpc.invalid-message", what))
-            return
-        key = session.tokens.get(token)
-        item = session.open.get(key) if key else None
-        late: Anomaly | None = None
-        if item is None and session.task_traffic is not None:  # a task's token lives until the task ends
-            owner = task_traffic.progress_owner(session, event, token)
-            if isinstance(owner, Anomaly):
-                late = owner
-            else:
-                item = owner
-        value: Any = payload.get("progress")
-        numeric = value.__class__ is int or value.__class__ is float  # not bool, whose class is bool
-        if not numeric or payload.get("total", 0).__class__ not in _NUMBERS:
-            self._out.append(_not_a_number(session, event, payload, item))
-        if item is None:
-            late = late or self.finished.late_progress(session, event, token)
-            if late is not None:
-                self._out.append(late)
-            return
-        session.add_entry(item, _entry(EntryKind.PROGRESS, sender, event))
-        if numeric:
-            if item.last_progress is not None and value <= item.last_progress:
-                self._out.append(
-                    session.anomaly(
-                        event,
-                        "progress.not-increasing",
-                        f"progress went from {item.last_progress} to {value}",
-                        item.request_id,
-                        item.method,
-                        requester=item.requester,
-                    )
-                )
-            item.last_progress = float(value)
+                    session.add_entry(item, message_entry(EntryKind.RELATED_MESSAGE, sender, event))
 
     # -- cancels -----------------------------------------------------------------------------
 
@@ -362,14 +321,14 @@ class Reconstructor:
             other = session.open.get((sender.other, target))
             if other is not None and sender is Side.SERVER and other.method == "subscriptions/listen":
                 # 2026-07-28: the server ends a client's listen with a cancel (Subscriptions page)
-                session.add_entry(other, _entry(EntryKind.RELATED_MESSAGE, sender, event))
+                session.add_entry(other, message_entry(EntryKind.RELATED_MESSAGE, sender, event))
             else:
                 stray = tasks.notification_cancel(session, event, sender, target)
                 stray = stray or cancels.stray_cancel(session, self.finished, event, sender, target, other)
                 self._out.append(stray)
             return
         self._out.extend(cancels.cancel_problems(session, event, sender, own))
-        entry = _entry(EntryKind.CANCEL, sender, event)
+        entry = message_entry(EntryKind.CANCEL, sender, event)
         if own.cancel is None and not cancels.may_be_ignored(session, sender, own):
             reason = message.payload.get("reason")
             own.cancel = CancelInfo(CancelMechanism.NOTIFICATION, entry, reason if isinstance(reason, str) else None)
@@ -390,7 +349,7 @@ class Reconstructor:
             if late is not None:
                 self._out.append(late)
             return
-        entry = _entry(kind, sender, event)
+        entry = message_entry(kind, sender, event)
         session.add_entry(item, entry, names_cancel=says_cancelled(message))
         first_reply = not item.replied
         item.replied = True
@@ -423,59 +382,6 @@ class Reconstructor:
             self._out.append(forgotten)
         if judged and not (item.is_task and tasks.keeps(session, item)):  # a task's call stays open while it runs
             self._out.append(session.timeline(item, ended=ended))
-
-
-def _entry(kind: EntryKind, side: Side, event: MessageEvent) -> TimelineEntry:
-    """A message's timeline entry. Positional: built once per message (a keyword call costs more)."""
-    message = event.message
-    return TimelineEntry(
-        kind,
-        side,
-        event.seq,
-        event.ts,
-        event.origin,
-        event.stream,
-        message.method,
-        None,
-        Certainty.EXACT,
-        message.excerpt,
-    )
-
-
-_NUMBERS = (int, float)
-
-
-def _not_a_number(
-    session: SessionState, event: MessageEvent, payload: Mapping[str, Any], item: PendingRequest | None
-) -> Anomaly:
-    """The anomaly for progress (or a total) that is missing or not a JSON number."""
-    what = []
-    for name in ("progress", "total"):
-        value = payload.get(name, _ABSENT)
-        if value.__class__ in _NUMBERS or (value is _ABSENT and name == "total"):
-            continue
-        what.append(f"{name} is {_describe(value)}")
-    detail = "; ".join(what)
-    if item is None:
-        return session.anomaly(event, "progress.not-a-number", detail)
-    return session.anomaly(
-        event, "progress.not-a-number", detail, item.request_id, item.method, requester=item.requester
-    )
-
-
-def _describe(value: Any) -> str:
-    """A JSON value in a few words, bounded (never the repr of a hostile container)."""
-    if value is _ABSENT:
-        return "missing"
-    if isinstance(value, str):
-        shown = repr(value[:40]) + ("…" if len(value) > 40 else "")
-        return f"{shown}, a string"
-    if value is None or isinstance(value, bool):
-        return {None: "null", True: "true", False: "false"}[value]
-    return "an object" if isinstance(value, dict) else "an array"
-
-
-_ABSENT: Any = object()
 
 
 def _null_id_allowed(message: Message, revision: Revision | None) -> bool:
