@@ -10,9 +10,10 @@ from typing import Any
 import h2.connection
 import h2.events
 import pytest
-from cancelwire.readers import http2
+from cancelwire.readers import http2, http2_bounds
 from cancelwire.readers.http1 import ParseError, RequestEnd, RequestHead, ResponseData, ResponseEnd, ResponseHead
-from cancelwire.readers.http2 import GoAway, Http2Connection, StreamReset, WindowExhausted
+from cancelwire.readers.http2 import Http2Connection
+from cancelwire.readers.http2_events import GoAway, StreamReset, WindowExhausted
 from h2.config import H2Configuration
 from h2.errors import ErrorCodes
 from h2.settings import SettingCodes
@@ -203,12 +204,12 @@ def test_bad_hpack_names_the_headers_frame_and_its_stream() -> None:
 
 def test_a_header_block_past_the_limit_is_refused_not_decoded() -> None:
     wire = Wire()
-    huge = [*REQUEST, ("x-padding", "p" * (http2.MAX_HEADER_LIST_BYTES + 1))]
+    huge = [*REQUEST, ("x-padding", "p" * (http2_bounds.MAX_HEADER_LIST_BYTES + 1))]
     wire.client.send_headers(1, huge, end_stream=True)
     out = wire.reader.feed_client(wire.client.data_to_send())
     assert len(out) == 1 and isinstance(out[0], ParseError)
     assert out[0].detail.startswith("HeadersFrame on stream 1: DenialOfServiceError: Oversized header block")
-    assert out[0].detail.endswith(f"(limit {http2.MAX_HEADER_LIST_BYTES} bytes decoded)")
+    assert out[0].detail.endswith(f"(limit {http2_bounds.MAX_HEADER_LIST_BYTES} bytes decoded)")
 
 
 def test_garbage_instead_of_frames_is_a_parse_error() -> None:

@@ -13,7 +13,8 @@ import h2.connection
 import pytest
 from cancelwire.readers import http2, http2_bounds
 from cancelwire.readers.http1 import ParseError, RequestEnd, RequestHead, ResponseData
-from cancelwire.readers.http2 import Flood, Http2Connection, StreamError
+from cancelwire.readers.http2 import Http2Connection
+from cancelwire.readers.http2_events import Flood, StreamError
 from h2.config import H2Configuration
 from hpack import Encoder
 from hyperframe import frame as hf
@@ -158,8 +159,8 @@ def test_an_hpack_bomb_of_one_large_entry_referenced_many_times_is_refused() -> 
     assert kinds(out) == [("RequestHead", 1), ("RequestEnd", 1), ("ParseError", 3)]
     assert out[-1].detail == (
         "HeadersFrame on stream 3: DenialOfServiceError: Oversized header block: A header list larger than "
-        f"{http2.MAX_HEADER_LIST_BYTES} has been received "
-        f"(limit {http2.MAX_HEADER_LIST_BYTES} bytes decoded)"
+        f"{http2_bounds.MAX_HEADER_LIST_BYTES} has been received "
+        f"(limit {http2_bounds.MAX_HEADER_LIST_BYTES} bytes decoded)"
     )
 
 

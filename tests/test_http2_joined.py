@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from cancelwire.readers import http2_joined
 from cancelwire.readers.http1 import ParseError, RequestEnd, RequestHead, ResponseEnd, ResponseHead
-from cancelwire.readers.http2 import GoAway, Joined, StreamReset
+from cancelwire.readers.http2_events import GoAway, Joined, StreamReset
 from cancelwire.readers.http2_joined import JoinedHttp2Connection, starts_with_frames
 from h2.errors import ErrorCodes
 from hyperframe.frame import DataFrame, GoAwayFrame, PingFrame, SettingsFrame

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING
 from ..model import TransportKind
 from .capture_sessions import Exchange
 from .http1 import Headers, HttpEvent, ParseError, ResponseData, header
-from .http2 import Flood, GoAway, H2Event, Http2Connection, Joined, StreamError, StreamReset, WindowExhausted
+from .http2 import Http2Connection
+from .http2_events import Flood, GoAway, H2Event, Joined, StreamError, StreamReset, WindowExhausted
 
 if TYPE_CHECKING:
     from .capture_http import Conn, HttpCapture

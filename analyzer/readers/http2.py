@@ -2,9 +2,9 @@
 
 The caller (`capture_http2`) feeds the client→server and server→client bytes in TCP order, as for
 HTTP/1.1 (`http1`), and gets back what each feed completed, in the same event types keyed by the
-HTTP/2 stream id (`RequestHead` ... `ResponseEnd`, `ParseError`), plus what only HTTP/2 says:
-`StreamReset` (RST_STREAM), `GoAway`, and `WindowExhausted` (the server may not send more on a
-stream whose response is open: the client granted no more flow-control window). No I/O, no tshark.
+HTTP/2 stream id (`RequestHead` ... `ResponseEnd`, `ParseError`), plus what only HTTP/2 says
+(`http2_events`): `StreamReset` (RST_STREAM), `GoAway`, and `WindowExhausted` (the server may not send
+more on a stream whose response is open: the client granted no more flow-control window). No I/O, no tshark.
 
 How h2 is used. h2 is a protocol *participant*, so each direction is parsed by the endpoint that
 receives it: a server-side `H2Connection` reads the client's bytes (it checks the client preface,
@@ -36,12 +36,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from h2 import events as h2e
-from h2.config import H2Configuration
 from h2.connection import H2Connection
-from h2.errors import ErrorCodes
 from h2.exceptions import H2Error
 from h2.frame_buffer import FrameBuffer
-from h2.settings import SettingCodes, Settings
+from h2.settings import SettingCodes
 from hpack import HPACKError
 from hyperframe.exceptions import HyperframeError
 from hyperframe.frame import SettingsFrame
@@ -49,7 +47,6 @@ from hyperframe.frame import SettingsFrame
 from .http1 import (
     MAX_BODY_BYTES,
     Headers,
-    HttpEvent,
     ParseError,
     RequestEnd,
     RequestHead,
@@ -58,9 +55,6 @@ from .http1 import (
     ResponseHead,
 )
 from .http2_bounds import (
-    MAX_FRAME_BYTES,
-    MAX_HEADER_LIST_BYTES,
-    MAX_HEADER_TABLE_BYTES,
     MAX_OPEN_STREAMS,
     Flooded,
     FloodGuard,
@@ -72,17 +66,10 @@ from .http2_bounds import (
     stream_of,
     why,
 )
+from .http2_events import Flood, GoAway, H2Event, StreamError, StreamReset, WindowExhausted, error_name
+from .http2_mirror import DEFAULT_WINDOW, mirror, mirror_settings
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-_MAX_WINDOW = 2**31 - 1
-_DEFAULT_WINDOW = 65535
-_MIRRORED = {
-    SettingCodes.HEADER_TABLE_SIZE: MAX_HEADER_TABLE_BYTES,
-    SettingCodes.MAX_FRAME_SIZE: MAX_FRAME_BYTES,
-    SettingCodes.ENABLE_PUSH: 1,
-    SettingCodes.ENABLE_CONNECT_PROTOCOL: 1,
-}
-"""The settings a mirror takes from its endpoint's SETTINGS, each capped at our bound."""
 _LIBRARY_ERRORS = (H2Error, HPACKError, HyperframeError)
 
 
@@ -95,71 +82,6 @@ def looks_http2_server(data: bytes) -> bool:
     """The server's first bytes are its connection preface, a SETTINGS frame on stream 0 (a server may
     send it before it has read the client's preface)."""
     return len(data) >= 9 and data[3] == 0x4 and data[4] == 0 and data[5:9] == b"\0\0\0\0" and data[0] == 0
-
-
-def error_name(code: int | None) -> str:
-    """An HTTP/2 error code as RFC 9113 names it (CANCEL, NO_ERROR, ...), or its number."""
-    if code is None:
-        return "no code"
-    try:
-        return ErrorCodes(code).name
-    except ValueError:
-        return f"0x{code:x}"
-
-
-@dataclass(frozen=True, slots=True)
-class StreamReset:
-    exchange: int
-    """The stream id."""
-    from_client: bool
-    code: str
-    """The RST_STREAM error code's name (CANCEL, ...)."""
-
-
-@dataclass(frozen=True, slots=True)
-class GoAway:
-    from_client: bool
-    last_stream: int
-    """The highest stream id the sender processed (or may process)."""
-    code: str
-
-
-@dataclass(frozen=True, slots=True)
-class WindowExhausted:
-    exchange: int
-    stream_window: int
-    connection_window: int
-
-
-@dataclass(frozen=True, slots=True)
-class StreamError:
-    """A frame broke HTTP/2's rules for one stream only (RFC 9113 5.4.2): the receiver resets that stream
-    and the connection goes on (a window past 2^31-1, HEADERS on a closed stream, ...)."""
-
-    exchange: int
-    from_client: bool
-    detail: str
-
-
-@dataclass(frozen=True, slots=True)
-class Flood:
-    """A direction sent more frames that carry nothing than any real peer does: not read further."""
-
-    from_client: bool
-    detail: str
-
-
-@dataclass(frozen=True, slots=True)
-class Joined:
-    """What a capture that starts mid-connection cannot show: said once at its start, and for each
-    header block that refers to HPACK entries from before it."""
-
-    exchange: int | None
-    from_client: bool
-    detail: str
-
-
-H2Event = HttpEvent | StreamReset | GoAway | WindowExhausted | StreamError | Flood | Joined
 
 
 @dataclass(slots=True)
@@ -176,45 +98,21 @@ class _Stream:
     HEADERS (`http2_joined`): its request body, if any, is not read."""
 
 
-def _mirror(client_side: bool) -> H2Connection:
-    config = H2Configuration(
-        client_side=client_side,
-        header_encoding=None,
-        validate_inbound_headers=False,
-        normalize_inbound_headers=False,
-        validate_outbound_headers=False,
-        normalize_outbound_headers=False,
-    )
-    conn = H2Connection(config)
-    conn.local_settings = Settings(
-        client=client_side,
-        initial_values={
-            SettingCodes.MAX_CONCURRENT_STREAMS: MAX_OPEN_STREAMS,
-            SettingCodes.MAX_HEADER_LIST_SIZE: MAX_HEADER_LIST_BYTES,
-            SettingCodes.INITIAL_WINDOW_SIZE: _MAX_WINDOW,
-        },
-    )
-    conn.decoder.max_header_list_size = MAX_HEADER_LIST_BYTES
-    conn.increment_flow_control_window(_MAX_WINDOW - _DEFAULT_WINDOW)
-    conn.clear_outbound_data_buffer()
-    return conn
-
-
 class Http2Connection:
     """The HTTP/2 state of one TCP connection; exchanges are numbered by stream id."""
 
     def __init__(self) -> None:
-        self._server = _mirror(client_side=False)
+        self._server = mirror(client_side=False, max_streams=MAX_OPEN_STREAMS)
         """The server's view: reads the client's bytes."""
-        self._client = _mirror(client_side=True)
+        self._client = mirror(client_side=True, max_streams=MAX_OPEN_STREAMS)
         """The client's view: reads the server's bytes."""
         self.client_broken = False
         self.server_broken = False
         self._streams: dict[int, _Stream] = {}
         """Streams whose response has not ended (nor been reset by the server), by id."""
-        self._initial_window = _DEFAULT_WINDOW
+        self._initial_window = DEFAULT_WINDOW
         """The client's SETTINGS_INITIAL_WINDOW_SIZE: each new stream's window."""
-        self._conn_window = _DEFAULT_WINDOW
+        self._conn_window = DEFAULT_WINDOW
         """What the server may still send on the connection."""
         self._held_body = 0
         """Request body bytes kept for streams whose request has not ended (all streams: at most
@@ -384,7 +282,7 @@ class Http2Connection:
             self._initial_window = window.new_value
             for stream in self._streams.values():
                 stream.window += delta
-        self._mirror_settings(self._client, changed)
+        mirror_settings(self._client, changed)
 
     # -- what the server sent ----------------------------------------------------------------------
 
@@ -402,7 +300,7 @@ class Http2Connection:
         elif isinstance(event, h2e.StreamReset):
             self._server_reset(event.stream_id, event.error_code, out)
         elif isinstance(event, h2e.RemoteSettingsChanged):
-            self._mirror_settings(self._server, event.changed_settings)
+            mirror_settings(self._server, event.changed_settings)
             # the client mirror counts streams the real server forgot (client resets) as open
             self._client.remote_settings[SettingCodes.MAX_CONCURRENT_STREAMS] = MAX_OPEN_STREAMS
             self._client.remote_settings.acknowledge()
@@ -450,13 +348,6 @@ class Http2Connection:
         """The server's mirror closes the stream too (one the client reset is closed there already)."""
         with contextlib.suppress(H2Error):
             self._server.reset_stream(sid)
-
-    @staticmethod
-    def _mirror_settings(conn: H2Connection, changed: dict[Any, Any]) -> None:
-        """What an endpoint announced, on its own mirror (in force once the peer's ACK is read)."""
-        values = {code: min(c.new_value, _MIRRORED[code]) for code, c in changed.items() if code in _MIRRORED}
-        if values:
-            conn.update_settings(values)
 
 
 def _headers(raw: Any) -> Headers:

@@ -33,8 +33,9 @@ from hpack.table import HeaderTable
 from hyperframe.frame import DataFrame, GoAwayFrame, HeadersFrame, PushPromiseFrame, RstStreamFrame
 
 from .http1 import ParseError
-from .http2 import GoAway, H2Event, Http2Connection, Joined, error_name
+from .http2 import Http2Connection
 from .http2_bounds import MAX_FRAME_BYTES, MAX_HEADER_LIST_BYTES, MAX_HEADER_TABLE_BYTES, MAX_OPEN_STREAMS, named
+from .http2_events import GoAway, H2Event, Joined, error_name
 
 MAX_UNSYNCED_BYTES = 256 << 10
 """Bytes of a direction skipped while looking for a segment that starts with whole frames."""
