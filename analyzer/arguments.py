@@ -106,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--session", metavar="KEY", help="its session, when the id is in several")
     d.add_argument("-o", "--output", type=Path, metavar="FILE.svg|FILE.html", help="default: SVG on stdout")
     d.add_argument("--redact", action="store_true", help="payload values by type and length, as audit --redact")
+    d.add_argument("--merge", action="store_true", help="the two PATHs record the same session(s), as audit --merge")
     _debug(d, argparse.SUPPRESS)
 
     c = sub.add_parser("diff", help="what appeared, disappeared or changed between two JSON audits")

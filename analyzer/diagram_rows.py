@@ -109,6 +109,8 @@ def _row(call: Mapping[str, Any], entry: Mapping[str, Any]) -> Row:
     label = _label(call, entry, arrow)
     offset = seconds(entry.get("offset"))
     when = "" if offset is None else f" · {ms(offset)} from the cancel"
+    if entry.get("relation") == "crossing":  # an exact crossing has no race window to show it
+        when += f" · crossed the cancel in flight ({_word(entry.get('certainty')) or 'inferred'})"
     excerpt = str(entry.get("excerpt") or "")
     where = _where(entry.get("evidence"))
     return Row(

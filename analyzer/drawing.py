@@ -40,13 +40,16 @@ class Found:
         return diagram.draw(self.call, session=self.session, race_window=self.race_window, standalone=standalone)
 
 
-def find(paths: list[str], request_id: str, session: str | None, *, redacted: bool = False) -> Found:
+def find(
+    paths: list[str], request_id: str, session: str | None, *, redacted: bool = False, merge: bool = False
+) -> Found:
     """The request with id REQUEST_ID (as text), in SESSION when given, from one JSON report of
     `cancelwire audit --format json` or from recordings audited with the default settings; REDACTED:
-    its payload values by type and length (`--redact`)."""
-    if len(paths) == 1 and _is_report(Path(paths[0])):
+    its payload values by type and length (`--redact`); MERGE: the two recordings judged as one
+    (`--merge`, as the audit checks them)."""
+    if len(paths) == 1 and _is_report(Path(paths[0])) and not merge:
         return _from_report(Path(paths[0]), request_id, session, redacted=redacted)
-    return _from_recordings(paths, request_id, session, redacted=redacted)
+    return _from_recordings(paths, request_id, session, redacted=redacted, merge=merge)
 
 
 def _is_report(path: Path) -> bool:
@@ -90,7 +93,9 @@ def _session_of(data: Mapping[str, Any], call: Mapping[str, Any]) -> tuple[Mappi
     return entry, window if isinstance(window, int | float) else None
 
 
-def _from_recordings(paths: list[str], request_id: str, session: str | None, *, redacted: bool) -> Found:
+def _from_recordings(
+    paths: list[str], request_id: str, session: str | None, *, redacted: bool, merge: bool = False
+) -> Found:
     found: list[dict[str, Any]] = []
 
     def keep(timeline: RequestTimeline, cancelled: CancelledCall | None) -> None:
@@ -101,7 +106,7 @@ def _from_recordings(paths: list[str], request_id: str, session: str | None, *, 
                 timeline, cancelled = redact.timeline(timeline), redact.cancelled(cancelled) if cancelled else None
             found.append(report.cancellation(cancelled) if cancelled else report.exchange(timeline))
 
-    result = audit(paths, AuditOptions(redact=redacted), on_exchange=keep)
+    result = audit(paths, AuditOptions(redact=redacted, merge=merge), on_exchange=keep)
     unreadable = [i for i in result.inputs if i.error and not i.sessions]
     if not found and unreadable:
         raise InputError(unreadable[0].path, str(unreadable[0].error))

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 
 import orjson
 
-from . import merge
+from . import merge, merged_crossing
 from .merge import Contribution, Flow, Item, MergeSummary
 from .merged_facts import POSITION, Evidence, abandoned_calls, missing_messages, primary_streams
 from .model import (
@@ -271,8 +271,11 @@ def _weave(evidence: Evidence, anchors: list[tuple[int, int]], problems: list[An
             facts += isinstance(taken, TransportEvent)
             pending.append(taken)
     out.extend(_by_time(primary[cursor:], pending, margin))
+    out, crossed = merged_crossing.placed(out, primary, merged_crossing.crossings(evidence), evidence)
     out.extend(problems)
     start = evidence.primary_start()
+    if start is not None and crossed:
+        start = replace(start, crossed=frozenset(n for n, e in enumerate(out, 1) if id(e) in crossed))
     return [_renumber(e, n, evidence.key, start) for n, e in enumerate(out, 1)], facts
 
 

@@ -169,6 +169,10 @@ class SessionStart:
     unrecorded: frozenset[EntryKind] = frozenset()
     """Timeline entry kinds the format cannot record (a HAR keeps no stream resets): rules whose
     condition names one are not judged on the session, and the report says so."""
+    crossed: frozenset[int] = frozenset()
+    """Positions (`seq`) of messages a second recording proves crossed their request's cancel in flight:
+    the receiver wrote them before it read the cancel, the canceller's side saw them after it sent it
+    (`--merge`, merged_crossing.py). They are CROSSING, and EXACT."""
 
 
 @record

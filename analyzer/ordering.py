@@ -58,18 +58,22 @@ def relate(
     proof_seq: int | None,
     names_cancel: bool,
     race_window: float | None,
+    crossed: bool = False,
 ) -> tuple[Relation, Certainty]:
     """BEFORE / CROSSING / AFTER for `entry`, with how sure we are.
 
     `proof_seq`: from this position on, the receiver provably had read the cancel (stdio: it answered
     a request the requester sent after the cancel; pipes are read in order). `names_cancel`: the entry
-    is a reply that says it answers the cancel.
+    is a reply that says it answers the cancel. `crossed`: two recordings prove the entry crossed the
+    cancel in flight (`SessionStart.crossed`).
     """
     if entry.seq < cancel.entry.seq:
         return Relation.BEFORE, Certainty.EXACT
     receiver = requester.other
     if entry.side is not receiver:
         return Relation.AFTER, Certainty.EXACT
+    if crossed:
+        return Relation.CROSSING, Certainty.EXACT  # the receiver wrote it before it read the cancel
     if (vantage is Vantage.SERVER and receiver is Side.SERVER) or (
         vantage is Vantage.CLIENT and receiver is Side.CLIENT
     ):

@@ -196,6 +196,7 @@ class SessionState:
                 proof_seq=item.proof_seq,
                 names_cancel=names_cancel,
                 race_window=self.race_window,
+                crossed=entry.seq in self.start.crossed,
             )
             entry = replace(entry, relation=relation, certainty=certainty)
         # `EntryLog.add` inline: once per message, and the call cost 1.4 % of a stdio audit (A/B)

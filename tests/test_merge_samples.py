@@ -77,10 +77,22 @@ def test_a_reply_the_proxy_calls_a_late_violation_was_written_before_the_server_
     assert [(c.outcome.value, c.certainty.value) for c in alone.cancellations] == [
         ("late-result-violation", "inferred")
     ]
-    # the server's log: the result left (line 12) before the cancel was read (line 13): a race, no violation
+    # the server's log: the result left (line 12) before the cancel was read (line 13), and the transcript
+    # relayed the cancel (line 13) before the result (line 14): they crossed in flight, proven by the two
     merged = _run(transcript, server)
-    assert _findings(merged) == {("CW106", 6, "info", "inferred", (f"{name}.server.jsonl:13",))}
-    assert list(merged.cancellations) == []
+    assert _findings(merged) == {
+        ("CW103", 6, "info", "exact", (f"{name}.transcript.jsonl:13", f"{name}.server.jsonl:12"))
+    }
+    (call,) = merged.cancellations
+    assert (call.request_id, call.outcome.value, call.certainty.value) == (6, "late-result-discarded", "exact")
+    assert call.timeline is not None
+    assert [(e.kind.value, e.relation, e.certainty.value, e.origin.display()) for e in call.timeline.entries] == [
+        ("request", None, "exact", f"{server}:11"),
+        ("cancel", None, "exact", f"{transcript}:13"),  # where it was sent, before the result came back
+        ("result", "crossing", "exact", f"{server}:12"),
+    ]
+    client = MERGE / f"{name}.client.jsonl"  # the client's own log says the same as the transcript
+    assert {(f.rule_id, f.certainty.value) for f in _run(client, server).findings} == {("CW103", "exact")}
 
 
 def test_a_call_the_client_gave_up_on_without_a_cancel_and_what_the_server_did_after() -> None:
