@@ -3,6 +3,9 @@
 
     .venv/bin/python scripts/record_task_samples.py [--only NAME ...] [--venv DIR] [--npm-dir DIR] [--keep-logs DIR]
 
+Also the --merge sample sample_captures/merge/task-result-timeout-without-cancel.{client,transcript,server}.jsonl
+(``record_merge``: the Python SDK client and server each writing its own log, the server's clock shifted).
+
 Tasks (protocol 2025-11-25, experimental) are implemented by the MCP Python SDK 1.x line (the project's
 own ``mcp`` 2.x dropped them; they are to come back as an extension, which 2.3.0 does not ship) and by
 the TypeScript SDK 1.x. So the peers run in pinned environments of their own, never the project's venv:
@@ -110,9 +113,10 @@ def node(folder: Path, script: str) -> list[str]:
     return ["node", os.path.relpath(folder / script, ROOT)]
 
 
-def record_stdio(name: str, client: list[str], server: list[str], logdir: Path) -> None:
-    """`client` launches `server` under `cancelwire record` (the server command after `--`)."""
-    out = OUT / f"{name}.jsonl"
+def record_stdio(name: str, client: list[str], server: list[str], logdir: Path, out: Path | None = None) -> None:
+    """`client` launches `server` under `cancelwire record` (the server command after `--`), which writes
+    `out` (default NAME.jsonl here)."""
+    out = out or OUT / f"{name}.jsonl"
     out.unlink(missing_ok=True)
     recorder = [sys.executable, "-m", "cancelwire", "record", "-o", os.path.relpath(out, ROOT), "--"]
     run_client(name, [*client, "--", *recorder, *server], logdir, timeout=SCENARIO_SECONDS)
@@ -157,9 +161,32 @@ SCENARIOS: dict[str, tuple[str, str, int]] = {
     "sdk-ts-task-result-timeout": ("ts-stdio", "result-timeout", 0),
     "sdk-ts-http-task-caller-abort": ("ts-http", "caller-abort", 18303),
 }
+MERGE_OUT = ROOT / "sample_captures" / "merge"
+MERGE_SCENARIOS = {"task-result-timeout-without-cancel": "caller-timeout"}
+"""--merge samples (name: client flow), recorded into MERGE_OUT."""
+SERVER_OFFSET = 3600.25
+SERVER_DRIFT_PPM = 80.0
+"""The server log's clock, as in scripts/record_merge_samples.py (the tests recover it)."""
+
+
+def record_merge(name: str, python: Path, flow: str, logdir: Path) -> None:
+    """One stdio session recorded at three points at once, for --merge (sample_captures/merge/): the
+    client's own log (NAME.client.jsonl, with the error its SDK made for a call it gave up on), the
+    transcript of `cancelwire record` (NAME.transcript.jsonl) and the server's own log
+    (NAME.server.jsonl, its clock shifted and drifting as record_merge_samples.py's)."""
+    logs = {part: os.path.relpath(MERGE_OUT / f"{name}.{part}.jsonl", ROOT) for part in ("client", "server")}
+    client = [*peer(python, "task_sdk_client.py"), "--log", logs["client"], flow, "stdio"]
+    server = [*peer(python, "task_sdk_server.py"), "stdio", "--log", logs["server"]]
+    server += ["--clock-offset", str(SERVER_OFFSET), "--drift-ppm", str(SERVER_DRIFT_PPM)]
+    record_stdio(name, client, server, logdir, MERGE_OUT / f"{name}.transcript.jsonl")
+    for part, path in logs.items():
+        log(f"{name}.{part}.jsonl: {jsonl_lines(ROOT / path)} messages")
 
 
 def record(name: str, args: argparse.Namespace, logdir: Path) -> None:
+    if name in MERGE_SCENARIOS:
+        record_merge(name, sdk_venv(args.venv.resolve()), MERGE_SCENARIOS[name], logdir)
+        return
     kind, flow, port = SCENARIOS[name]
     if kind.startswith("ts-"):
         folder = ts_sdk(args.npm_dir.resolve())
@@ -179,7 +206,7 @@ def record(name: str, args: argparse.Namespace, logdir: Path) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", nargs="*", choices=sorted(SCENARIOS), help="record only these samples")
+    ap.add_argument("--only", nargs="*", choices=sorted([*SCENARIOS, *MERGE_SCENARIOS]), help="record only these")
     ap.add_argument("--venv", type=Path, default=ROOT / "build" / "mcp1-venv")
     ap.add_argument("--npm-dir", type=Path, default=ROOT / "build" / "ts-task-sdk")
     ap.add_argument("--keep-logs", type=Path, help="keep the peers' stderr (what the server did, when) here")
@@ -189,7 +216,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="record-tasks-") as tmp:
         logdir = args.keep_logs or Path(tmp)
         logdir.mkdir(parents=True, exist_ok=True)
-        for name in args.only or SCENARIOS:
+        for name in args.only or [*SCENARIOS, *MERGE_SCENARIOS]:
             log(name)
             try:
                 record(name, args, logdir)

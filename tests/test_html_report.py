@@ -76,7 +76,7 @@ def test_sections_come_verdict_first_and_inventory_last(samples_html: str) -> No
         "how-made",
     ]
     inventory = samples_html.split('<section id="inputs">')[1]
-    assert inventory.startswith("\n<h2>Inputs and sessions</h2>\n<details>\n<summary>78 input(s)")
+    assert inventory.startswith("\n<h2>Inputs and sessions</h2>\n<details>\n<summary>81 input(s)")
 
 
 def test_the_first_screen_draws_the_call_of_the_worst_finding(samples_html: str) -> None:
@@ -93,7 +93,7 @@ def test_the_first_screen_draws_the_call_of_the_worst_finding(samples_html: str)
 
 def test_verdict_names_the_gate_that_decided(samples_html: str) -> None:
     verdict = samples_html.split('<section id="verdict">')[1].split("</section>")[0]
-    assert '<p class="verdict fail">FAIL: 22 new issue(s) at or above the gate (--fail-on error)</p>' in verdict
+    assert '<p class="verdict fail">FAIL: 24 new issue(s) at or above the gate (--fail-on error)</p>' in verdict
     assert re.findall(r"<li>(\d+ × [^<]*)</li>", verdict) == [
         "5 × CW101 response-after-cancel (error finding)",
         "6 × CW102 progress-after-cancel (error finding)",
@@ -103,8 +103,8 @@ def test_verdict_names_the_gate_that_decided(samples_html: str) -> None:
         "2 × CW201 write-after-disconnect (error finding)",
         "2 × CW202 stream-left-open-after-abandon (error finding)",
         "1 × CW301 non-json-on-stdio (error finding)",
-        "1 × CW305 response-to-unknown-id (error finding)",
-        "1 × CW307 progress-after-completion (error finding)",
+        "2 × CW305 response-to-unknown-id (error finding)",
+        "2 × CW307 progress-after-completion (error finding)",
     ]
 
 
@@ -124,7 +124,7 @@ def test_verdict_of_an_outcome_gate_and_of_a_pass() -> None:
 def test_findings_are_worst_first_then_by_rule_id(samples_html: str) -> None:
     rows = _page(samples_html).rows
     order = [({"error": 0, "warning": 1, "info": 2}[str(r["data-severity"])], str(r["data-rule"])) for r in rows]
-    assert order == sorted(order) and len(rows) == 68
+    assert order == sorted(order) and len(rows) == 70
     assert [r["data-rule"] for r in rows][:3] == ["CW101", "CW101", "CW101"]
     assert {r["data-outcome"] for r in rows} == {"", "late-result-violation", "outcome-unverified", "verified-by-read"}
 

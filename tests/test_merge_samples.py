@@ -125,6 +125,30 @@ def test_a_message_written_after_the_client_left_is_lost() -> None:
     assert "error -32000 'Connection closed' for id 6" in lost.message
 
 
+def test_the_python_sdk_1_30_caller_that_times_out_on_tasks_result_sends_no_cancel() -> None:
+    """mcp 1.30.0 (the last Python SDK with tasks): the caller waits on tasks/result (id 3) with
+    read_timeout_seconds=0.8 and gives up (client log line 13, its SDK's own error 408). Its SDK sends
+    nothing: no notifications/cancelled for tasks/result (CAN-7, SHOULD from 2025-03-26: a warning) and
+    no tasks/cancel for the task. The server runs the task to its end and answers tasks/result (server
+    log line 22). Alone, the transcript shows nothing wrong; only the client's own log beside the
+    server's can show it."""
+    name = "task-result-timeout-without-cancel"
+    client, server = _pair(name, "client", "server")
+    assert _findings(_run(MERGE / f"{name}.transcript.jsonl")) == set()
+    merged = _run(client, server)
+    assert _findings(merged) == {
+        ("CW503", 3, "warning", "exact", (f"{name}.client.jsonl:13",)),
+        ("CW502", 3, "info", "exact", (f"{name}.client.jsonl:13",)),
+    }
+    (never,) = [f for f in merged.findings if f.rule_id == "CW503"]
+    assert never.message.startswith("the client gave up on tasks/result (id 3) but no cancel reached the server")
+    assert f"wrote 1 message(s) for it (the last at {server}:22)" in never.message
+    (summary,) = merged.merges
+    assert (summary.lost, summary.unrecorded, summary.abandoned) == (0, 1, 1)
+    (session,) = merged.sessions
+    assert (session.revision, session.vantage.value) == ("2025-11-25", "server")
+
+
 @pytest.mark.parametrize(
     ("name", "first", "second"),
     [
@@ -133,6 +157,7 @@ def test_a_message_written_after_the_client_left_is_lost() -> None:
         ("abandoned-without-cancel", "client", "server"),
         ("client-leaves-during-call", "client", "server"),
         ("client-leaves-during-call", "transcript", "server"),
+        ("task-result-timeout-without-cancel", "client", "server"),
     ],
 )
 def test_the_server_clock_offset_is_recovered(name: str, first: str, second: str) -> None:
@@ -175,7 +200,7 @@ def test_progress_the_server_wrote_after_the_client_stopped_reading_never_reache
 @pytest.mark.parametrize("name", sorted(p.name.removesuffix(".server.jsonl") for p in MERGE.glob("*.server.jsonl")))
 def test_merged_report_matches_golden_and_schema(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    first = "client" if name.startswith(("abandoned", "client-leaves")) else "transcript"
+    first = "client" if name.startswith(("abandoned", "client-leaves", "task-result")) else "transcript"
     pair = [f"sample_captures/merge/{name}.{first}.jsonl", f"sample_captures/merge/{name}.server.jsonl"]
     report = build(audit(pair, AuditOptions(merge=True)))
     report["tool"]["version"] = report["run"]["generated"] = "X"

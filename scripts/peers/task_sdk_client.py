@@ -18,8 +18,10 @@ Flows:
     with the SDK's ``read_timeout_seconds`` of 0.8 s and gives up when it fires. Records what the
     SDK sends then (``tasks/cancel``? ``notifications/cancelled``? nothing?).
 
-Usage: task_sdk_client.py FLOW stdio -- SERVER_COMMAND...
-       task_sdk_client.py FLOW http URL
+Usage: task_sdk_client.py [--log FILE] FLOW stdio -- SERVER_COMMAND...
+       task_sdk_client.py [--log FILE] FLOW http URL
+With ``--log FILE`` the client writes its own log (scripts/peers/jsonrpc_tee.py): every message its
+session reads and writes, and the error the SDK raised to the caller who gave up (``"local": true``).
 """
 
 from __future__ import annotations
@@ -131,6 +133,9 @@ async def caller_timeout(session: ClientSession, inbox: Inbox) -> None:
         raise RuntimeError("tasks/result answered before the caller's timeout")
     except McpError as exc:
         note(f"the caller gave up: error {exc.error.code}: {exc.error.message}")
+        if LOG is not None:  # the client's own record of the error its SDK made (no peer sent it)
+            error = {"code": exc.error.code, "message": exc.error.message}
+            LOG.write("recv", {"jsonrpc": "2.0", "id": session._request_id - 1, "error": error}, local=True)
     await anyio.sleep(WORK_SECONDS + LINGER)
 
 
@@ -157,19 +162,40 @@ async def connect(transport: str, target: list[str]) -> AsyncIterator[tuple[Any,
             yield read, write
 
 
+LOG: Any = None
+"""With ``--log FILE``: the client's own log (jsonrpc_tee.Log) of what its session reads and writes."""
+
+
 async def run(flow: str, transport: str, target: list[str]) -> None:
     inbox = Inbox()
     with anyio.fail_after(30):
-        async with connect(transport, target) as (read, write), ClientSession(read, write, message_handler=inbox) as s:
-            init = await s.initialize()
-            note(f"initialized: {init.protocolVersion}, server tasks capability {init.capabilities.tasks}")
-            await s.list_tools()
-            await FLOWS[flow](s, inbox)
+        async with connect(transport, target) as (read, write):
+            if LOG is not None:
+                from jsonrpc_tee import TeeRead, TeeWrite
+
+                read, write = TeeRead(read, LOG), TeeWrite(write, LOG)
+            await drive(flow, read, write, inbox)
     note("session closed")
 
 
+async def drive(flow: str, read: Any, write: Any, inbox: Inbox) -> None:
+    async with ClientSession(read, write, message_handler=inbox) as s:
+        init = await s.initialize()
+        note(f"initialized: {init.protocolVersion}, server tasks capability {init.capabilities.tasks}")
+        await s.list_tools()
+        await FLOWS[flow](s, inbox)
+
+
 def main() -> int:
-    flow, transport, *target = sys.argv[1:]
+    global LOG
+    argv = sys.argv[1:]
+    if argv[:1] == ["--log"]:  # the client's own log, for the --merge samples
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from jsonrpc_tee import Log
+
+        LOG = Log(open(argv[1], "w", encoding="utf-8"))  # noqa: SIM115 (closed at exit)
+        argv = argv[2:]
+    flow, transport, *target = argv
     if target and target[0] == "--":
         target = target[1:]
     if flow not in FLOWS or transport not in ("stdio", "http") or not target:

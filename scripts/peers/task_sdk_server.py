@@ -15,7 +15,7 @@ Tools:
     (``ServerTaskContext.update_status``, which sends ``notifications/tasks/status``). It stops early
     when the SDK's ``ServerTaskContext.is_cancelled`` says so.
 
-Usage: task_sdk_server.py stdio
+Usage: task_sdk_server.py stdio [--log FILE [--clock-offset S] [--drift-ppm P]]
        task_sdk_server.py http --port P --log FILE [--max-seconds S]
 Over HTTP it prints ``READY`` once uvicorn listens; the ASGI app is the SDK's
 ``StreamableHTTPSessionManager`` wrapped in ``http_asgi_tee.TeeMiddleware`` (the server log).
@@ -95,11 +95,20 @@ def build_server() -> Server[Any, Any]:
     return server
 
 
-async def serve_stdio() -> None:
+async def serve_stdio(log_path: str | None, clock_offset: float, drift_ppm: float) -> None:
+    """Over stdio; with LOG_PATH, the server's own log of what its session reads and writes
+    (jsonrpc_tee.py), on a clock shifted by CLOCK_OFFSET seconds and DRIFT_PPM fast (a server on
+    another machine, for the --merge samples)."""
     from mcp.server.stdio import stdio_server
 
     server = build_server()
-    async with stdio_server() as (read, write):
+    async with stdio_server() as (read, write), contextlib.AsyncExitStack() as stack:
+        if log_path is not None:
+            from jsonrpc_tee import Clock, Log, TeeRead, TeeWrite
+
+            out = stack.enter_context(open(log_path, "w", encoding="utf-8"))  # noqa: SIM115
+            log = Log(out, Clock(clock_offset, drift_ppm))
+            read, write = TeeRead(read, log), TeeWrite(write, log)
         await server.run(read, write, server.create_initialization_options())
 
 
@@ -137,11 +146,13 @@ def main() -> int:
     ap.add_argument("--port", type=int)
     ap.add_argument("--log")
     ap.add_argument("--max-seconds", type=float, default=40.0)
+    ap.add_argument("--clock-offset", type=float, default=0.0, help="stdio --log only: its clock's offset (s)")
+    ap.add_argument("--drift-ppm", type=float, default=0.0, help="stdio --log only: its clock's drift")
     args = ap.parse_args()
     sys.path.insert(0, __file__.rsplit("/", 1)[0])
     try:
         if args.transport == "stdio":
-            anyio.run(serve_stdio)
+            anyio.run(serve_stdio, args.log, args.clock_offset, args.drift_ppm)
         else:
             serve_http(args.port, args.log, args.max_seconds)
     finally:
