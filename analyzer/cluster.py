@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import CancelwireError
 
 if TYPE_CHECKING:
-    from .fleet import Context, Submit, Task, Work
-    from .partial import Partial
+    from .fleet import Context, Done, Submit, Task, Work
 
 #: Seconds to reach the scheduler before giving up with a clear error.
 CONNECT_TIMEOUT = 30
@@ -43,7 +42,7 @@ def _client(address: str) -> Any:
 def dask_submitter(
     address: str,
     context: Context,
-    run: Callable[[Task, Context], list[Partial]],
+    run: Callable[[Task, Context], Done],
     prepare: Callable[[Work], Work],
 ) -> Iterator[tuple[Submit, int]]:
     """A submit function for `fleet._merge` that runs RUN on a task's inputs, each PREPARE(work) (its

@@ -1,6 +1,6 @@
 """A client/server sequence diagram of one request, as inline SVG, drawn from a report's cancelled call.
 
-Pure: a cancellation dict of `report.build` (or `report.exchange` for any request) in, an SVG string out,
+Pure: a cancellation dict of `report.build` (or `forms.exchange` for any request) in, an SVG string out,
 so a saved JSON report can be drawn as well as a live audit. The DOM is a contract the browser tests
 read (see README "Sequence diagrams"): every arrow is a `<g class="msg" data-kind data-dir data-seq>`
 with a `<title>`; a finding on it adds `data-finding` (rule ids, space-separated) and `data-certainty`
@@ -48,7 +48,7 @@ def draw(
     race_window: float | None = None,
     standalone: bool = False,
 ) -> str:
-    """The SVG of `call` (a cancelled call of the report, or `report.exchange`). SESSION (the report's
+    """The SVG of `call` (a cancelled call of the report, or `forms.exchange`). SESSION (the report's
     session entry) names the lifelines and says where the recording was made; RACE_WINDOW (seconds, the
     report's `run.race_windows` for that vantage) sizes the shaded window. STANDALONE: for a file of its
     own, with the SVG namespace (inline in HTML the parser gives it, and the page names no URL)."""

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from . import diagram, redact, report
+from . import diagram, forms, redact, report
 from .errors import CancelwireError, InputError
 from .model import CancelledCall, RequestTimeline
 from .pipeline import AuditOptions, audit
@@ -104,7 +104,7 @@ def _from_recordings(
         ):
             if redacted:  # the audit redacts what it keeps; the timeline handed here is the recording's
                 timeline, cancelled = redact.timeline(timeline), redact.cancelled(cancelled) if cancelled else None
-            found.append(report.cancellation(cancelled) if cancelled else report.exchange(timeline))
+            found.append(forms.cancellation(cancelled) if cancelled else forms.exchange(timeline))
 
     result = audit(paths, AuditOptions(redact=redacted, merge=merge), on_exchange=keep)
     unreadable = [i for i in result.inputs if i.error and not i.sessions]

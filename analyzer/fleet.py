@@ -25,9 +25,10 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .cancellations import Packed
 from .catalog import Rule
 from .errors import CancelwireError
-from .partial import Merged, Partial
+from .partial import Merged, Partial, pack_calls
 from .pipeline import AuditOptions, audit_source, sources
 from .readers import InputSource
 
@@ -61,6 +62,15 @@ class Work:
 
 Task = tuple[Work, ...]
 """Consecutive inputs audited one after another by one worker."""
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """A task's partials in input order; from a worker, with their cancelled calls taken out and packed
+    together (`partial.pack_calls`: one pickle of calls and one of report forms per task)."""
+
+    parts: list[Partial]
+    calls: Packed | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +121,7 @@ class Fleet:
             jobs, mp_context=_start_method(), initializer=_worker_init, initargs=(context,)
         )
 
-        def to_pool(task: Task) -> futures.Future[list[Partial]]:
+        def to_pool(task: Task) -> futures.Future[Done]:
             with _signals_held():  # the first submit forks the workers
                 return pool.submit(run_task, task)
 
@@ -121,7 +131,7 @@ class Fleet:
             _stop(pool)
 
 
-Submit = Callable[[Task], "futures.Future[list[Partial]]"]
+Submit = Callable[[Task], "futures.Future[Done]"]
 
 
 def _items(found: Iterator[InputSource | Partial], context: Context) -> Iterator[Work | Partial]:
@@ -167,15 +177,11 @@ def _tasks(items: list[Work | Partial], width: int | None) -> list[Task | Partia
     return out
 
 
-def run_task(task: Task, context: Context | None = None) -> list[Partial]:
-    """One task, in a worker process or on a Dask worker: its inputs audited one after another, each
-    into a packed partial (its cancelled calls pickled here, for the merge to spool as they are)."""
-    parts = []
-    for work in task:
-        part = run_work(work, context)
-        part.pack()
-        parts.append(part)
-    return parts
+def run_task(task: Task, context: Context | None = None) -> Done:
+    """One task, in a worker process or on a Dask worker: its inputs audited one after another, and
+    their cancelled calls packed here, for the merge to spool as they are."""
+    parts = [run_work(work, context) for work in task]
+    return Done(parts, pack_calls(parts))
 
 
 def run_work(work: Work, context: Context | None = None, source: InputSource | None = None) -> Partial:
@@ -281,36 +287,39 @@ def _merge(
     width: int,
 ) -> None:
     """Run TASKS through SUBMIT (None: here), WIDTH * WINDOW_PER_WORKER ahead, merging in input order."""
-    running: dict[int, futures.Future[list[Partial]]] = {}
-    ready: dict[int, list[Partial]] = {}
+    running: dict[int, futures.Future[Done]] = {}
+    ready: dict[int, Done] = {}
     inputs = sum(len(t) if isinstance(t, tuple) else 1 for t in tasks)
     submitted = merged = done = events = 0
     while merged < len(tasks):
         while submit is not None and submitted < len(tasks) and len(running) + len(ready) < width * WINDOW_PER_WORKER:
             task = tasks[submitted]
             if isinstance(task, Partial):
-                ready[submitted] = [task]
+                ready[submitted] = Done([task])
             else:
                 running[submitted] = submit(task)
             submitted += 1
         if submit is None:
             task = tasks[merged]
-            ready[merged] = [task] if isinstance(task, Partial) else [run_work(w, context) for w in task]
+            ready[merged] = Done([task] if isinstance(task, Partial) else [run_work(w, context) for w in task])
         elif merged not in ready:
             finished, _ = futures.wait(running.values(), return_when=futures.FIRST_COMPLETED)
             for index in [i for i, f in running.items() if f in finished]:
                 ready[index] = _result(running.pop(index))
         while merged in ready:
-            for part in ready.pop(merged):
+            completed = ready.pop(merged)
+            for part in completed.parts:
                 into.add(part)
                 done += 1
                 events += part.events
                 if progress is not None:
                     progress(done, inputs, events)
+            if completed.calls is not None:
+                into.add_packed(completed.calls)
             merged += 1
 
 
-def _result(future: futures.Future[list[Partial]]) -> list[Partial]:
+def _result(future: futures.Future[Done]) -> Done:
     try:
         return future.result()
     except BrokenProcessPool:

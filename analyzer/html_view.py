@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from . import rendering
+from .forms import frame_filter
 from .gates import IssueKind, Triage
 from .policy import DEFAULT_GATES, OUTCOME_HELP
 
@@ -127,7 +128,7 @@ class Calls:
             call["n"] = n
             call["drawn"] = n <= CALLS_DRAWN
             call["groups"] = groups(call["timeline"], n) if call["drawn"] else []
-            call["display_filter"] = rendering.frame_filter(
+            call["display_filter"] = frame_filter(
                 e["evidence"]["frame"] for e in call["timeline"] if "frame" in e["evidence"]
             )
             calls.listed.append(call)

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from . import inert
+from .forms import display_filter
 from .gates import Issue, Triage
 from .policy import Gate
-from .report import display_filter
 
 #: Issues written out per test case; the rest are counted (a broken recording can raise thousands).
 SHOWN_PER_CASE = 200

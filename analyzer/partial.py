@@ -10,17 +10,16 @@ names, outcome counts) is kept in the order it was produced and appended input a
 
 from __future__ import annotations
 
-import pickle
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .cancellations import Cancellations, Packed, pack
 from .engine import Skip
 from .errors import InputError
 from .model import CancelledCall, Finding, Session
 from .results import Findings, InputSummary
-from .spool import Spool
 
 Row = dict[str, Any]
 
@@ -52,10 +51,6 @@ class Partial:
     unruled: dict[str, int] = field(default_factory=dict)
     rows: list[Row] | None = None
     """Exchange table rows (`tables.row`), when the caller asked for them."""
-    packed: bytes | None = None
-    """`cancellations` pickled as one list (`pack`), for the merge's spool to take as they are."""
-    packed_outcomes: dict[str, int] = field(default_factory=dict)
-    """How many packed calls have each outcome, in the order first seen (adding up to how many there are)."""
 
     def finding(self, finding: Finding) -> None:
         self.findings.append(finding)
@@ -82,13 +77,16 @@ class Partial:
     def events(self) -> int:
         return sum(i.events for i in self.inputs)
 
-    def pack(self) -> None:
-        """Pickle the cancelled calls now (in the worker that audited them): the merging process then
-        writes the bytes to its spool instead of unpickling each call and pickling it again."""
-        if self.cancellations:
-            self.packed = pickle.dumps(self.cancellations, protocol=pickle.HIGHEST_PROTOCOL)
-            self.packed_outcomes = dict(Counter(call.outcome.value for call in self.cancellations))
-            self.cancellations = []
+
+def pack_calls(parts: list[Partial]) -> Packed | None:
+    """The cancelled calls of consecutive partials (one task's inputs), taken out of them and packed
+    with their report forms in one pickle each, in the worker that judged them: the merging process
+    then appends the bytes to its spools (`Merged.add_packed`, after the partials) instead of
+    converting each call, or unpickling it and pickling it again."""
+    calls = [call for part in parts for call in part.cancellations]
+    for part in parts:
+        part.cancellations = []
+    return pack(calls)
 
 
 class Merged:
@@ -104,7 +102,7 @@ class Merged:
         self.inputs: list[InputSummary] = []
         self.sessions: list[Session] = []
         self.findings = Findings()
-        self.cancellations: Spool[CancelledCall] = Spool()
+        self.cancellations = Cancellations()
         self.outcomes: Counter[str] = Counter()
         self.skips: dict[tuple[str, str], Skip] = {}
         self.unruled: dict[str, int] = {}
@@ -137,9 +135,6 @@ class Merged:
             self.session(session)
         for call in part.cancellations:
             self.cancelled(call)
-        if part.packed is not None:
-            self.cancellations.extend_pickled(part.packed, sum(part.packed_outcomes.values()))
-            self.outcomes.update(part.packed_outcomes)
         for finding in part.findings:
             self.finding(finding)
         for row in part.rows or ():
@@ -149,6 +144,11 @@ class Merged:
             if self.on_input_error is not None:
                 self.on_input_error(error)
         self.inputs.extend(part.inputs)
+
+    def add_packed(self, packed: Packed) -> None:
+        """Cancelled calls packed in another process (`pack_calls`), after those added so far."""
+        self.cancellations.extend_packed(packed)
+        self.outcomes.update(packed.outcomes)
 
     def close(self) -> None:
         self.findings.close()

@@ -229,7 +229,7 @@ def was_redacted(report: Mapping[str, Any]) -> bool:
 
 
 def report_call(call: Mapping[str, Any]) -> dict[str, Any]:
-    """A cancelled call of a JSON report (`report.cancellation`) with its excerpts redacted; the rest is
+    """A cancelled call of a JSON report (`forms.cancellation`) with its excerpts redacted; the rest is
     ids, names, places, verdicts and our own explanation."""
     timeline = call.get("timeline")
     entries = [

@@ -93,12 +93,6 @@ def csp_hash(source: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(source.encode()).digest()).decode()
 
 
-def frame_filter(frames: Iterable[int]) -> str | None:
-    """Wireshark's display filter for these frames (None when there are none: the evidence is log lines)."""
-    numbers = sorted(set(frames))
-    return f"frame.number in {{{', '.join(map(str, numbers))}}}" if numbers else None  # tshark 4 wants commas
-
-
 def where(evidence: Mapping[str, Any]) -> str:
     if "frame" in evidence:
         return f"{evidence['source']}#{evidence['frame']}"

@@ -7,22 +7,22 @@ inert Markdown, autoescaped HTML), and the HTML page loads nothing from the netw
 from __future__ import annotations
 
 import io
-import math
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Generic, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TextIO, TypeVar
 
 from . import __version__, html_view, jsonrpc, rendering
 from .baseline import FindingPrints
 from .catalog import load_catalog
+from .forms import display_filter, origin_dict, time_text
 from .gates import Triage
-from .merge import MergeSummary
-from .model import CancelledCall, Finding, Mark, Origin, Relation, RequestTimeline, Session
+from .model import Finding, Session
 from .results import AuditResult, HowMade
 from .verdict import verdict
+
+if TYPE_CHECKING:
+    from .merge import MergeSummary
 
 #: Bumped on any incompatible change of the JSON report (independent of the tool version).
 SCHEMA_VERSION = 1
@@ -32,43 +32,6 @@ SHOWN_PER_OUTCOME = 200
 MARKDOWN_SHOWN_PER_KEY = 25
 
 T = TypeVar("T")
-
-
-def origin_dict(origin: Origin) -> dict[str, Any]:
-    out: dict[str, Any] = {"source": origin.source}
-    if origin.frame is not None:
-        out["frame"] = origin.frame
-    elif origin.line is not None:
-        out["line"] = origin.line
-    return out
-
-
-_H2_STREAM = re.compile(r"tcp(\d+)/h2s(\d+)")
-
-
-def display_filter(origins: tuple[Origin, ...] | list[Origin], streams: tuple[str, ...] = ()) -> str | None:
-    """Wireshark's filter for the evidence frames; on HTTP/2 also every frame of the requests' streams
-    (`tcp.stream == 3 && http2.streamid == 5`: stream ids are per TCP connection)."""
-    shown = rendering.frame_filter(o.frame for o in origins if o.frame is not None)
-    if shown is None:
-        return None
-    by_conn: dict[int, list[int]] = {}
-    for match in filter(None, map(_H2_STREAM.fullmatch, streams)):
-        by_conn.setdefault(int(match[1]), []).append(int(match[2]))
-    for conn, ids in sorted(by_conn.items()):
-        ids = sorted(set(ids))
-        which = f"== {ids[0]}" if len(ids) == 1 else f"in {{{', '.join(map(str, ids))}}}"
-        shown += f" || (tcp.stream == {conn} && http2.streamid {which})"
-    return shown
-
-
-def _ts(ts: float | None) -> str | None:
-    if ts is None or not math.isfinite(ts):
-        return None
-    try:
-        return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    except (OverflowError, OSError, ValueError):
-        return None
 
 
 def _findings(sessions: Iterable[Session]) -> Callable[[Finding], dict[str, Any]]:
@@ -90,84 +53,13 @@ def _finding(f: Finding, fingerprint: str) -> dict[str, Any]:
         "method": f.method,
         "tool": f.tool,
         "ts": f.ts,
-        "time": _ts(f.ts),
+        "time": time_text(f.ts),
         "message": f.message,
         "revision": f.revision,
         "evidence": [origin_dict(o) for o in f.evidence],
         "more_evidence": f.more_evidence,
         "display_filter": display_filter(f.evidence, f.streams),
         "fingerprint": fingerprint,
-    }
-
-
-def _timeline(tl: RequestTimeline, marks: tuple[Mark, ...] = ()) -> list[dict[str, Any]]:
-    entries = tl.entries  # already cut to the entries around the cancel (outcomes.around_cancel)
-    read = tl.verified_by  # the reply of a later read that could have checked the effect, in its place
-    if read is not None:
-        entries = tuple(sorted((*entries, read), key=lambda e: e.seq))
-    rows = []
-    cancel_ts = tl.cancel.entry.ts if tl.cancel else None
-    for e in entries:
-        own = e is not read  # the read belongs to another request: no relation to this one's cancel
-        found = [
-            {"rule_id": m.rule_id, "rule": m.rule, "severity": m.severity.value, "certainty": m.certainty.value}
-            for m in marks
-            if m.seq == e.seq and m.kind is e.kind
-        ]
-        rows.append(
-            {
-                "kind": e.kind.value if own else "read",
-                "side": e.side.value if e.side else None,
-                "method": e.method,
-                "relation": e.relation.value
-                if e.relation and own
-                else ("cancel" if tl.cancel and e.seq == tl.cancel.entry.seq else None),
-                "certainty": e.certainty.value if own and e.relation and e.relation is not Relation.BEFORE else None,
-                "offset": None if e.ts is None or cancel_ts is None else round(e.ts - cancel_ts, 6),
-                "time": _ts(e.ts),
-                "evidence": origin_dict(e.origin),
-                "excerpt": e.excerpt,
-                "repeats": e.repeats,
-                "findings": found,
-                **({"status": e.status} if e.status is not None else {}),
-            }
-        )
-    return rows
-
-
-def cancellation(c: CancelledCall) -> dict[str, Any]:
-    return {
-        "session": c.session_key,
-        "request_id": c.request_id,
-        "method": c.method,
-        "tool": c.tool,
-        "mechanism": c.mechanism.value,
-        "outcome": c.outcome.value,
-        "certainty": c.certainty.value,
-        "explanation": c.explanation,
-        "evidence": [origin_dict(o) for o in c.evidence],
-        "verified_by": origin_dict(c.verified_by) if c.verified_by else None,
-        "left_out": {"before": c.left_out[0], "after": c.left_out[1]},
-        "timeline": _timeline(c.timeline, c.marks) if c.timeline else [],
-    }
-
-
-def exchange(tl: RequestTimeline) -> dict[str, Any]:
-    """Any request, cancelled or not, in the shape of a cancelled call of the report (without a verdict:
-    outcome, certainty and explanation are None), so `diagram` can draw it on demand."""
-    return {
-        "session": tl.session_key,
-        "request_id": tl.request_id,
-        "method": tl.method,
-        "tool": tl.tool,
-        "mechanism": tl.cancel.mechanism.value if tl.cancel else None,
-        "outcome": None,
-        "certainty": None,
-        "explanation": None,
-        "evidence": [origin_dict(tl.cancel.entry.origin)] if tl.cancel else [],
-        "verified_by": None,
-        "left_out": {"before": 0, "after": 0},
-        "timeline": _timeline(tl),
     }
 
 
@@ -191,7 +83,7 @@ def _merge(m: MergeSummary) -> dict[str, Any]:
             "offset_s": clock.offset,
             "uncertainty_s": clock.uncertainty,
             "drift_ppm": clock.drift * 1e6,
-            "at": _ts(clock.t0),
+            "at": time_text(clock.t0),
             "exchanges": clock.exchanges,
             "rejected": clock.rejected,
             "bounds_consistent": clock.consistent,
@@ -232,8 +124,8 @@ def session(s: Session) -> dict[str, Any]:
         "client_info": dict(s.client_info) if s.client_info else None,
         "server_info": dict(s.server_info) if s.server_info else None,
         "tool_effects": dict(s.tool_effects),
-        "first_time": _ts(s.first_ts),
-        "last_time": _ts(s.last_ts),
+        "first_time": time_text(s.first_ts),
+        "last_time": time_text(s.last_ts),
         "timestamps": s.timestamps,
         "timestamps_ordered": s.timestamps_ordered,
     }
@@ -334,7 +226,7 @@ def build(result: AuditResult) -> dict[str, Any]:
 def _run(made: HowMade) -> dict[str, Any]:
     """How the report was made (every format shows it): what the verdicts rest on."""
     return {
-        "generated": _ts(made.generated),
+        "generated": time_text(made.generated),
         "settings_file": made.settings_file,
         "settings": [{"setting": s.name, "value": s.value, "source": s.source} for s in made.settings],
         "race_windows": dict(made.race_windows),
@@ -345,6 +237,11 @@ def _run(made: HowMade) -> dict[str, Any]:
         "rule_dirs": list(made.rule_dirs),
         "preview": made.preview,
     }
+
+
+def _as_made(form: dict[str, Any]) -> dict[str, Any]:
+    """A cancelled call's report form is made when the call is judged (cancellations.py)."""
+    return form
 
 
 def _shown(fmt: str) -> tuple[int | None, int | None]:
@@ -363,11 +260,7 @@ def _build(result: AuditResult, fmt: str) -> dict[str, Any]:
     counts = result.counts()
     findings = _Listed(result.findings, lambda: _findings(result.sessions), lambda f: f.rule, counts["rule"], per_rule)
     cancellations = _Listed(
-        result.cancellations,
-        lambda: cancellation,
-        lambda c: c.outcome.value,
-        counts["outcome"],
-        per_outcome,
+        result.cancellations.forms(), lambda: _as_made, lambda c: c["outcome"], counts["outcome"], per_outcome
     )
     report = {
         "schema_version": SCHEMA_VERSION,

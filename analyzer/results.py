@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
+from .cancellations import Cancellations
 from .catalog import Rule
 from .engine import Skip
 from .merge import MergeSummary
-from .model import CancelledCall, Finding, Session, Severity
+from .model import Finding, Session, Severity
 from .spool import SortedSpool, Spool
 
 if TYPE_CHECKING:
@@ -111,8 +112,8 @@ class AuditResult:
     inputs: tuple[InputSummary, ...]
     sessions: tuple[Session, ...]
     findings: Findings
-    cancellations: Spool[CancelledCall]
-    """Every cancelled call with its timeline; kept mostly on disk (one pass at a time)."""
+    cancellations: Cancellations
+    """Every cancelled call with its timeline (and its report form); kept mostly on disk (one pass at a time)."""
     outcomes: Counter[str]
     """Cancelled calls per outcome, counted as they were classified (no pass over the spool)."""
     skips: tuple[Skip, ...]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import pickle
 import re
 import shutil
 import signal
@@ -17,7 +18,8 @@ from typing import Any
 
 import cancelwire
 import pytest
-from cancelwire import cli, fleet, pipeline, progress
+from cancelwire import cli, fleet, forms, pipeline, progress
+from cancelwire.catalog import load_catalog
 from cancelwire.formats import FORMATS
 from cancelwire.partial import Partial
 from cancelwire.results import HowMade
@@ -164,6 +166,21 @@ def test_tasks_are_runs_of_consecutive_inputs_cut_by_size_and_count(monkeypatch:
     # few inputs for the workers: spread out, at least WINDOW_PER_WORKER tasks each; this process: one each
     assert fleet._tasks(items, 2) == [(w,) for w in works[:6]] + [done] + [(w,) for w in works[6:]]
     assert fleet._tasks(items, None) == fleet._tasks(items, 2)
+
+
+def test_a_task_packs_its_inputs_cancelled_calls_once_in_input_order(tmp_path: Path) -> None:
+    paths = [write_transcript(tmp_path / f"rec-{n}.jsonl", _recording(n)) for n in range(3)]
+    works = tuple(fleet.Work(p.name, False, path=str(p), size=p.stat().st_size) for p in paths)
+    options = pipeline.AuditOptions()
+    rules, _ = pipeline.select_rules(load_catalog(options.rule_dirs), options)
+    context = fleet.Context(tuple(rules), options, rows=False)
+    done = fleet.run_task(works, context)
+    assert [len(part.cancellations) for part in done.parts] == [0, 0, 0]  # taken out, packed together
+    assert done.calls is not None and len(done.calls) == 6
+    serial = [call for work in works for call in fleet.run_work(work, context).cancellations]
+    assert [(c.session_key, c.request_id) for c in serial] == [(p.name, i) for p in paths for i in (1, 2)]
+    assert pickle.loads(done.calls.calls) == serial
+    assert pickle.loads(done.calls.forms) == [forms.cancellation(c) for c in serial]
 
 
 def test_standard_input_among_many_inputs_is_audited_in_order(

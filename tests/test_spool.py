@@ -1,5 +1,8 @@
 import pickle
 
+from cancelwire import forms
+from cancelwire.cancellations import Cancellations, pack
+from cancelwire.model import CancelledCall, CancelMechanism, Certainty, Origin, Outcome
 from cancelwire.spool import SortedSpool, Spool
 
 
@@ -41,3 +44,51 @@ def test_items_pickled_elsewhere_join_the_spool_in_order_without_being_unpickled
     assert list(spool) == list(range(10))
     assert list(spool) == list(range(10))
     spool.close()
+
+
+def test_after_a_flush_every_pass_gives_new_objects() -> None:
+    spool: Spool[dict[str, int]] = Spool(in_memory=3)
+    for i in range(5):
+        spool.append({"n": i})
+    spool.flush()
+    assert spool._items == [] and len(spool) == 5
+    for item in spool:
+        item["n"] = -1  # a reader that changes what it reads (the HTML report numbers its calls)
+    assert [item["n"] for item in spool] == [0, 1, 2, 3, 4]
+    spool.close()
+
+
+def _calls(outcomes: list[Outcome], first_id: int = 1) -> list[CancelledCall]:
+    return [
+        CancelledCall(
+            session_key="s",
+            request_id=first_id + n,
+            method="tools/call",
+            tool="t",
+            mechanism=CancelMechanism.NOTIFICATION,
+            outcome=outcome,
+            certainty=Certainty.EXACT,
+            explanation="why",
+            evidence=(Origin("rec.jsonl", line=first_id + n),),
+        )
+        for n, outcome in enumerate(outcomes)
+    ]
+
+
+def test_cancelled_calls_packed_elsewhere_join_in_order_with_their_report_forms() -> None:
+    late, silent = Outcome.LATE_RESULT_VIOLATION, Outcome.OUTCOME_UNVERIFIED
+    here, there, after = _calls([late]), _calls([silent, late, silent], 2), _calls([late], 5)
+    packed = pack(there)
+    assert packed is not None and len(packed) == 3
+    assert packed.outcomes == {"outcome-unverified": 2, "late-result-violation": 1}  # in the order first seen
+    assert pack([]) is None
+    calls = Cancellations(in_memory=2)
+    calls.append(here[0])
+    calls.extend_packed(packed)
+    calls.append(after[0])
+    everything = [*here, *there, *after]
+    assert len(calls) == 5
+    assert list(calls) == everything
+    assert list(calls.forms()) == [forms.cancellation(c) for c in everything]
+    assert [f["request_id"] for f in calls.forms()] == [1, 2, 3, 4, 5]  # read again
+    calls.close()
