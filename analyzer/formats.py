@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from . import github, junit, report, sarif
+from . import report
 from .gates import Triage
 
 FORMATS = (*report.FORMATS, "junit", "sarif", "github")
@@ -58,12 +58,20 @@ def plan(fmt: str | None, output: str | None, reports: list[str]) -> list[Output
 def write(
     fmt: str, triage: Triage, out: TextIO, environ: Mapping[str, str], *, color: bool = False, verbose: bool = False
 ) -> None:
-    """One report of TRIAGE's audit. COLOR and VERBOSE concern the text report only."""
+    """One report of TRIAGE's audit. COLOR and VERBOSE concern the text report only. A format's module
+    is imported when that format is written (report.py does so for its templates): an audit that writes
+    JSON loads no XML library and no jinja2."""
     if fmt == "junit":
+        from . import junit
+
         junit.write(triage, out)
     elif fmt == "sarif":
+        from . import sarif
+
         sarif.write(triage, out)
     elif fmt == "github":
+        from . import github
+
         summary = environ.get("GITHUB_STEP_SUMMARY")
         github.write(triage, out, Path(summary) if summary else None)
     else:

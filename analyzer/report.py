@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TextIO, TypeVar
 
-from . import __version__, html_view, jsonrpc, rendering
+from . import __version__, jsonrpc
 from .baseline import FindingPrints
 from .catalog import load_catalog
 from .forms import display_filter, origin_dict, time_text
@@ -330,9 +330,14 @@ def write(
     if fmt == "json":
         _write_json(report, out)
         return
+    # jinja2 and the templates are loaded only for the formats that use them (a third of start-up)
     if fmt == "html":  # the page leads with the verdict against the gate (default: --fail-on error)
+        from . import html_view
+
         html_view.write(report, triage or Triage(result), out)
         return
+    from . import rendering
+
     report["verdict"] = verdict(triage if triage is not None else Triage(result))
     rendering.write(report, fmt, out, color=color, verbose=verbose)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import os
 import pickle
 import re
@@ -181,6 +182,22 @@ def test_a_task_packs_its_inputs_cancelled_calls_once_in_input_order(tmp_path: P
     assert [(c.session_key, c.request_id) for c in serial] == [(p.name, i) for p in paths for i in (1, 2)]
     assert pickle.loads(done.calls.calls) == serial
     assert pickle.loads(done.calls.forms) == [forms.cancellation(c) for c in serial]
+
+
+def test_a_json_audit_loads_no_template_engine_nor_xml_library(tmp_path: Path) -> None:
+    """Each format's module is imported when that format is written: start-up is the serial part of
+    every --jobs run."""
+    script = (
+        "import sys\n"
+        "from cancelwire import cli\n"
+        f"cli.main(['audit', {str(STDIO)!r}, '--format', 'json', '-o', {str(tmp_path / 'r.json')!r}, '--isolated'])\n"
+        "print(sorted(m for m in ('jinja2', 'xml.etree.ElementTree', 'cancelwire.junit', 'cancelwire.sarif',"
+        " 'cancelwire.github', 'cancelwire.rendering', 'cancelwire.html_view') if m in sys.modules))\n"
+    )
+    loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert loaded == "[]\n"
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert len(report["cancellations"]) == report["summary"]["cancellations"] > 0  # the report was written
 
 
 def test_standard_input_among_many_inputs_is_audited_in_order(
