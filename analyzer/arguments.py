@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
-from . import __version__
+from . import __version__, inert
 from .config import Settings, count_of, find_settings, load_settings, seconds_of
 from .formats import FORMATS
 from .model import REVISIONS, Vantage
@@ -80,10 +80,16 @@ def _debug(parser: argparse.ArgumentParser, default: object) -> None:
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse quotes what was typed in its errors (`unrecognized arguments: ...`): made inert like any
+    message; its subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(inert.terminal(message))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="cancelwire", description="Audit recorded MCP sessions for what happens around cancellation."
-    )
+    parser = _Parser(prog="cancelwire", description="Audit recorded MCP sessions for what happens around cancellation.")
     parser.add_argument("--version", action="version", version=f"cancelwire {__version__}")
     _debug(parser, False)
     sub = parser.add_subparsers(dest="command", required=True)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,7 +22,7 @@ from .errors import InputError, OutputError
 from .fleet import Fleet
 from .formats import Output
 from .gates import Triage
-from .outputs import AtomicOutput
+from .outputs import STEP_SUMMARY, AtomicOutput, appending
 from .pipeline import AuditOptions, audit
 from .results import AuditResult
 from .spool import Spool
@@ -51,14 +52,27 @@ class ExchangeRows:
         return result if self.spool is None else replace(result, exchanges=self.spool)
 
 
-def output_targets(args: argparse.Namespace, reports: list[Output]) -> list[tuple[str, Path]]:
-    """Every file the run will write, with the option that names it (checked against the inputs first)."""
+def output_targets(
+    args: argparse.Namespace, reports: list[Output], environ: Mapping[str, str]
+) -> list[tuple[str, Path]]:
+    """Every file the run will write, with the option that names it (checked against the inputs first):
+    the job summary that `--format github` appends to is one of them."""
     targets = [(o.option, Path(o.path)) for o in reports if o.path != "-"]
     if args.exchanges:
         targets.append(("--exchanges", args.exchanges))
     if args.write_baseline:
         targets.append(("--write-baseline", args.write_baseline))
+    summary = environ.get(STEP_SUMMARY)
+    if summary and any(o.format == "github" for o in reports):
+        targets.append((STEP_SUMMARY, Path(summary)))
     return targets
+
+
+def check_step_summary(targets: list[tuple[str, Path]]) -> None:
+    """The job summary can be appended to (before the audit, so a bad one does not cost a long run)."""
+    for option, path in targets:
+        if option == STEP_SUMMARY:
+            os.close(appending(path, STEP_SUMMARY))
 
 
 def audit_with_table(

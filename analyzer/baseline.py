@@ -120,8 +120,8 @@ def read(path: Path) -> Baseline:
         raise BaselineError(f"{name}: the baseline is empty", "write one with --write-baseline")
     lines = data.split(b"\n")
     header = _object(name, 1, lines[0])
-    if header.get("cancelwire_baseline") != FORMAT_VERSION:
-        version = header.get("cancelwire_baseline")
+    version = header.get("cancelwire_baseline")
+    if type(version) is not int or version != FORMAT_VERSION:  # `true` and 1.0 equal 1 in Python
         hint = "write it again with --write-baseline" if version is None else "upgrade cancelwire"
         raise BaselineError(f"{name}:1: not a cancelwire baseline of format {FORMAT_VERSION} (found {version!r})", hint)
     entries: dict[str, dict[str, Any]] = {}

@@ -30,7 +30,7 @@ from .fleet import Fleet
 from .formats import Output, OutputSpecError, plan, write
 from .gates import Triage
 from .model import Severity
-from .outputs import AtomicOutput, refuse_inputs
+from .outputs import STEP_SUMMARY, AtomicOutput, refuse_inputs
 from .policy import gate_option, parse_gates
 from .progress import progress_bar
 from .results import AuditResult, ExitStatus
@@ -92,7 +92,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "frame":
         from .readers.frame import frame_details
 
-        sys.stdout.write(_inert_lines(f"{frame_details(args.capture, args.number)}"))
+        text = _inert_lines(f"{frame_details(args.capture, args.number)}")
+        _to_stdout(lambda: sys.stdout.write(text))
         return ExitStatus.PASSED
     if args.command == "diagram":
         return _diagram(args)
@@ -122,8 +123,9 @@ def _diagram(args: argparse.Namespace) -> int:
     page = args.output is not None and args.output.suffix in (".html", ".htm")
     text = drawing.html_page(found) if page else drawing.svg_document(found)
     if args.output is None:
-        sys.stdout.write(text)
+        _to_stdout(lambda: sys.stdout.write(text))
         return ExitStatus.PASSED
+    refuse_inputs([("--output", args.output)], args.paths)
     out = AtomicOutput(args.output, "--output")
     audit_run.writes(out, lambda: out.writing.write_text(text, encoding="utf-8"))
     out.commit()
@@ -156,8 +158,9 @@ def _audit(args: argparse.Namespace) -> int:
         reports = plan(args.format, args.output, args.report)
     except OutputSpecError as exc:
         raise CancelwireError(str(exc)) from None
-    targets = audit_run.output_targets(args, reports)
+    targets = audit_run.output_targets(args, reports, os.environ)
     refuse_inputs(targets, [*args.paths, *([args.keylog] if args.keylog else [])])
+    audit_run.check_step_summary(targets)
     # checked before the audit, so a typo does not cost a long run
     gates = parse_gates({**settings.gates, **dict(map(gate_option, args.gate))}, "--gate")
     known = baseline.read(args.baseline) if args.baseline else None
@@ -165,7 +168,7 @@ def _audit(args: argparse.Namespace) -> int:
     table = dataset = None
     try:
         for option, path in targets:
-            if option != "--exchanges":
+            if option not in ("--exchanges", STEP_SUMMARY):  # the table streams; the job summary is appended to
                 files[option] = AtomicOutput(path, option)
         table = AtomicOutput(args.exchanges, "--exchanges") if args.exchanges else None
         dataset = DatasetWriter(args.dataset) if args.dataset else None
@@ -187,6 +190,8 @@ def _audit(args: argparse.Namespace) -> int:
             status = triage.exit_status()
         finally:
             result.close()
+        if _drop_baseline_of_nothing(result, files):
+            written = None
         for out in (table, *files.values(), dataset):
             if out is not None:
                 out.commit()
@@ -194,13 +199,29 @@ def _audit(args: argparse.Namespace) -> int:
         for out in (*files.values(), table, dataset):
             if out is not None:
                 out.discard()
+    _said_after(args, result, written, triage)
+    return status
+
+
+def _said_after(args: argparse.Namespace, result: AuditResult, written: int | None, triage: Triage) -> None:
+    """What the run says on stderr once its outputs are in place: nothing read, the baseline, stale entries."""
+    where = inert.terminal(str(args.write_baseline))
     if not result.readable:
         _error(_nothing_read(result, args.paths))
+        if args.write_baseline:
+            _say(f"cancelwire: {where}: not written, since nothing could be read")
     if written is not None:
-        _say(f"cancelwire: {args.write_baseline}: wrote {written} issue(s) to the baseline")
+        _say(f"cancelwire: {where}: wrote {written} issue(s) to the baseline")
     if args.baseline:
         _stale(args.baseline, triage.tally().stale)
-    return status
+
+
+def _drop_baseline_of_nothing(result: AuditResult, files: dict[str, AtomicOutput]) -> bool:
+    """A run that read nothing found nothing: it must not replace the accepted issues with none."""
+    if result.readable or "--write-baseline" not in files:
+        return False
+    files.pop("--write-baseline").discard()
+    return True
 
 
 def _write_outputs(
@@ -268,7 +289,9 @@ def _write_report(triage: Triage, fmt: str, out: AtomicOutput | None, args: argp
     )
 
 
-def _to_stdout(action: Callable[[], None]) -> None:
+def _to_stdout(action: Callable[[], object]) -> None:
+    if sys.stdout is None:  # started with standard output closed (`>&-`)
+        raise OutputError("standard output is closed: cannot write the report", "write it to a file with -o FILE")
     try:
         action()
         sys.stdout.flush()
@@ -334,17 +357,18 @@ def _batch_collector() -> Iterator[None]:
 
 
 def _rules(args: argparse.Namespace) -> int:
-    for line in catalog_text.rules_table(catalog.load_catalog(args.rules)):  # checked ids and slugs: plain ASCII
-        print(line)
+    lines = catalog_text.rules_table(catalog.load_catalog(args.rules))  # checked ids and slugs: plain ASCII
+    _to_stdout(lambda: sys.stdout.write("".join(f"{line}\n" for line in lines)))
     return ExitStatus.PASSED
 
 
 def _explain(args: argparse.Namespace) -> int:
-    for rule in catalog.load_catalog(args.rules):
-        if args.rule in (rule.id, rule.slug):
-            sys.stdout.write(_inert_lines(catalog_text.explain_text(rule).rstrip("\n")))
-            return ExitStatus.PASSED
-    raise CancelwireError(f"no rule {args.rule!r}", "see `cancelwire rules`")
+    found = next((r for r in catalog.load_catalog(args.rules) if args.rule in (r.id, r.slug)), None)
+    if found is None:
+        raise CancelwireError(f"no rule {args.rule!r}", "see `cancelwire rules`")
+    text = _inert_lines(catalog_text.explain_text(found).rstrip("\n"))
+    _to_stdout(lambda: sys.stdout.write(text))
+    return ExitStatus.PASSED
 
 
 def _record(args: argparse.Namespace) -> int:

@@ -12,13 +12,17 @@ the Markdown report is appended to that file (the job's summary page).
 
 from __future__ import annotations
 
+import io
+import os
 from collections import Counter
 from pathlib import Path
 from typing import TextIO
 
 from . import inert
+from .errors import OutputError
 from .gates import Issue, Triage
 from .model import Severity
+from .outputs import STEP_SUMMARY, appending
 from .report import write as write_report
 
 #: GitHub shows only the first few annotations of each kind per step; more lines are noise in the log.
@@ -78,5 +82,17 @@ def write(triage: Triage, out: TextIO, summary: Path | None = None) -> None:
             text = f"suppress.{u['number']} matched nothing: remove it from the settings file ({u['described']})"
             out.write(f"::notice{where}title=cancelwire stale suppression::{escape_data(text)}\n")
     if summary is not None:
-        with summary.open("a", encoding="utf-8") as md:
-            write_report(triage.result, "md", md, triage)
+        append_summary(triage, summary)
+
+
+def append_summary(triage: Triage, summary: Path) -> None:
+    """The Markdown report appended to SUMMARY in one write; any failure names GITHUB_STEP_SUMMARY (never
+    the report's own output), and a FIFO there that nobody reads is an error, not a wait."""
+    text = io.StringIO()
+    write_report(triage.result, "md", text, triage)
+    fd = appending(summary, STEP_SUMMARY)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as md:
+            md.write(text.getvalue())
+    except OSError as exc:
+        raise OutputError(f"{summary}: cannot write the {STEP_SUMMARY}: {exc.strerror or exc}") from None

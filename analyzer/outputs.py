@@ -4,12 +4,16 @@ A report written over the recording it audits destroys the evidence, so an outpu
 file as an input (by device and inode: through a symlink, a hard link or another spelling of the
 path), or as any file found by walking an input folder, is refused before anything is written.
 Outputs go to a temp file beside the target that replaces it only when complete, so a full disk,
-a crash or a kill leaves the old file (or nothing), never half a report.
+a crash or a kill leaves the old file (or nothing), never half a report. An output that is not a
+regular file (a FIFO, `/dev/stdout`, a shell's `>(...)`) is written directly, and is opened without
+blocking first: a FIFO nobody reads is an error before the audit, never a run that waits forever.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
 import signal
 import stat
@@ -21,18 +25,22 @@ from pathlib import Path
 from .errors import OutputError
 
 _HELD = (signal.SIGINT, signal.SIGTERM)
+#: The file GitHub Actions gives a step for its job summary (`--format github` appends to it).
+STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 
 
 def refuse_inputs(outputs: Iterable[tuple[str, Path]], inputs: Iterable[str | Path]) -> None:
     """Raise OutputError when an existing output (option, path) is one of the inputs."""
     targets: dict[tuple[int, int], tuple[str, Path]] = {}
+    named: dict[object, str] = {}
     for option, path in outputs:
         identity = _identity(path)
-        if identity is None:
-            continue
-        if identity in targets:
-            raise OutputError(f"{path}: {option} and {targets[identity][0]} name the same file")
-        targets[identity] = (option, path)
+        key = identity or _place(path)  # two spellings of one new file are one file too
+        if key in named:
+            raise OutputError(f"{path}: {option} and {named[key]} name the same file")
+        named[key] = option
+        if identity is not None:
+            targets[identity] = (option, path)
     if not targets:
         return
     for given in inputs:
@@ -57,6 +65,36 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
 
 
+def appending(path: Path, what: str) -> int:
+    """A descriptor appending to PATH, created when missing (`GITHUB_STEP_SUMMARY`); a folder, a FIFO
+    nobody reads or a place that cannot be written is an OutputError naming WHAT."""
+    mode = _mode(path)
+    if mode is not None and stat.S_ISDIR(mode):
+        raise OutputError(f"{path}: cannot write the {what}: it is a directory")
+    return open_nonblocking(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, f"the {what}")
+
+
+def open_nonblocking(path: Path, flags: int, what: str) -> int:
+    """PATH opened with FLAGS without waiting (a FIFO with no reader is an error), then made blocking
+    again so that writes wait for a slow reader as they would on a pipe."""
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise OutputError(
+                f"{path}: cannot write {what}: it is a FIFO that nobody reads",
+                "start its reader first; cancelwire never waits for one",
+            ) from None
+        raise OutputError(f"{path}: cannot write {what}: {exc.strerror or exc}") from None
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    return fd
+
+
+def _place(path: Path) -> tuple[str, str]:
+    """Where a file that does not exist yet would be: its folder resolved, and its name."""
+    return os.path.realpath(path.parent), path.name
+
+
 def _files(path: Path) -> Iterator[Path]:
     """PATH, or every file under it (hidden ones too: an output there would still land on evidence)."""
     if not path.is_dir():
@@ -76,16 +114,19 @@ class AtomicOutput:
     """
 
     def __init__(self, path: Path, option: str) -> None:
-        self.path = Path(os.path.realpath(path))  # a symlinked output keeps its link
         self.option = option
         self.given = path
-        existing = _mode(self.path)
+        existing = _mode(path)  # by the name given: /dev/fd/N of a pipe has no real path to resolve
         if existing is not None and stat.S_ISDIR(existing):
             raise OutputError(f"{path}: cannot write the {option} output: it is a directory")
         self.direct = existing is not None and not stat.S_ISREG(existing)
         self.temp: Path | None = None
+        self._held: int | None = None
         if self.direct:
+            self.path = path
+            self._held = self._open_direct()
             return
+        self.path = Path(os.path.realpath(path))  # a symlinked output keeps its link
         try:
             with _signals_held():  # a Ctrl-C or SIGTERM between creating and naming it would leak it
                 fd, name = tempfile.mkstemp(
@@ -103,13 +144,24 @@ class AtomicOutput:
 
     @property
     def writing(self) -> Path:
-        """Where to write now (a device or FIFO by the name given: a table writer reads its suffix)."""
-        return self.temp if self.temp is not None else self.given
+        """Where to write now (a device or FIFO by the name given: a table writer reads its suffix).
+
+        A FIFO is checked again for a reader first: opening it by name would wait for one forever."""
+        if self.temp is not None:
+            return self.temp
+        if self.direct:
+            os.close(self._open_direct())
+        return self.given
 
     def error(self, exc: OSError) -> OutputError:
         return OutputError(f"{self.given}: cannot write the {self.option} output: {exc.strerror or exc}")
 
+    def _open_direct(self) -> int:
+        """A descriptor on the FIFO or device, opened without blocking: none when a FIFO has no reader."""
+        return open_nonblocking(self.given, os.O_WRONLY, f"the {self.option} output")
+
     def commit(self) -> None:
+        self._release()
         if self.temp is not None:
             try:
                 os.replace(self.temp, self.path)
@@ -119,10 +171,18 @@ class AtomicOutput:
             self.temp = None
 
     def discard(self) -> None:
+        self._release()
         if self.temp is not None:
             with contextlib.suppress(FileNotFoundError):
                 self.temp.unlink()
             self.temp = None
+
+    def _release(self) -> None:
+        """Close the descriptor held on a FIFO since the start (it kept its reader from seeing an end)."""
+        if self._held is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._held)
+            self._held = None
 
 
 @contextlib.contextmanager

@@ -37,7 +37,8 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
-from .errors import CancelwireError, InputError
+from .errors import CancelwireError, InputError, OutputError
+from .outputs import open_nonblocking
 from .transcript_format import FORMAT_VERSION, HEADER_KEY
 
 __all__ = ["FORWARDED_SIGNALS", "default_output_path", "record"]
@@ -48,6 +49,10 @@ STDIN_POLL_SECONDS = 0.2
 """How often the host-stdin thread checks whether the server is gone (a wake-up, not a delay)."""
 DRAIN_SECONDS = 5.0
 """After the server exits, how long to wait for its stdout/stderr EOF (a grandchild may hold them)."""
+MAX_RECORD_LINE = 64 << 20
+"""Bytes of one line held before they are written as a record of their own (`"eol": false`): a server
+that never ends its line cannot make the recorder hold it all (readers name lines this long anyway)."""
+_WRITABLE = "choose a writable path with -o FILE"
 
 
 def default_output_path(now: float | None = None, pid: int | None = None) -> Path:
@@ -93,25 +98,31 @@ class _LineSplitter:
     linear time (no re-concatenation per chunk).
     """
 
-    def __init__(self, direction: str) -> None:
+    def __init__(self, direction: str, limit: int | None = None) -> None:
         self.direction = direction
+        self.limit = MAX_RECORD_LINE if limit is None else limit
         self._pieces: list[bytes] = []
+        self._held = 0
 
     def feed(self, chunk: bytes, ts: float) -> list[dict[str, Any]]:
         if b"\n" not in chunk:
             if chunk:
                 self._pieces.append(chunk)
-            return []
+                self._held += len(chunk)
+            return self.finish(ts) if self._held >= self.limit else []
         first, *middle, rest = chunk.split(b"\n")
         head = b"".join([*self._pieces, first]) if self._pieces else first
         self._pieces = [rest] if rest else []
+        self._held = len(rest)
         return [self._record(line, ts, eol=True) for line in (head, *middle)]
 
     def finish(self, ts: float) -> list[dict[str, Any]]:
+        """What is held of an unfinished line, as a record without its end (at EOF, or past the limit)."""
         if not self._pieces:
             return []
         rest = b"".join(self._pieces)
         self._pieces = []
+        self._held = 0
         return [self._record(rest, ts, eol=False)]
 
     def _record(self, raw: bytes, ts: float, *, eol: bool) -> dict[str, Any]:
@@ -155,6 +166,8 @@ class _Pump(threading.Thread):
         self.stop = stop
         self.on_eof = on_eof
         self.relay_error: OSError | None = None
+        self.ended = threading.Event()
+        """Set at EOF: what is left to do is writing what was read, so it is waited for."""
 
     def run(self) -> None:
         try:
@@ -171,6 +184,7 @@ class _Pump(threading.Thread):
                 self.transcript.write(self.splitter.feed(chunk, time.time()))
                 self._relay(chunk)
         finally:
+            self.ended.set()
             self.transcript.write(self.splitter.finish(time.time()))
             if self.on_eof is not None:
                 self.on_eof()
@@ -217,14 +231,12 @@ def _spawn(command: list[str]) -> subprocess.Popen[bytes]:
 
 
 def _open_output(path: Path) -> IO[bytes]:
+    """The transcript, opened without waiting: a FIFO nobody reads is an error, never a host left hanging."""
     try:
-        return path.open("wb")
-    except OSError as exc:
-        raise InputError(
-            str(path),
-            f"cannot write the transcript: {exc.strerror or exc}",
-            "choose a writable path with -o FILE",
-        ) from exc
+        fd = open_nonblocking(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "the transcript")
+    except OutputError as exc:
+        raise InputError(str(path), exc.message.removeprefix(f"{path}: "), exc.hint or _WRITABLE) from None
+    return os.fdopen(fd, "wb")
 
 
 def _exit_status(returncode: int) -> tuple[int, int | None]:
@@ -324,7 +336,9 @@ def _relay(
         returncode = child.wait()
         deadline = time.monotonic() + DRAIN_SECONDS
         for pump in pumps:
-            pump.join(max(0.0, deadline - time.monotonic()))
+            # the wait is for EOF (a grandchild may hold the pipe); a pump past EOF only writes what it read
+            if pump.ended.wait(max(0.0, deadline - time.monotonic())):
+                pump.join()
         server_gone.set()
         stdin_pump.join(STDIN_POLL_SECONDS * 5)
     return returncode
