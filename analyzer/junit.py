@@ -33,8 +33,15 @@ _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def xml_text(text: str) -> str:
-    """Text XML 1.0 can carry: characters it forbids (NUL, most controls) shown as `\\xNN`."""
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """A body of lines, inert: each line as a terminal shows it (controls, bidi overrides and other
+    invisible characters as escapes: a CI's test view is read by people too), its line breaks kept, and
+    what XML 1.0 still forbids (U+FFFE, U+FFFF) shown as an escape."""
+    return "\n".join(xml_line(line) for line in text.split("\n"))
+
+
+def xml_line(text: str) -> str:
+    """One attribute's value (a file name, a test name, a message): inert and on one line."""
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", inert.terminal(text))
 
 
 @dataclass
@@ -64,7 +71,7 @@ class _Suites:
 
 def _classname(key: str) -> str:
     # Jenkins splits a class name at dots into packages; a path's dots are not packages
-    return xml_text(key.replace(".", "_"))
+    return xml_line(key.replace(".", "_"))
 
 
 def _collect(triage: Triage) -> _Suites:
@@ -119,8 +126,8 @@ def issue_text(issue: Issue) -> str:
 
 def _testcase(parent: ET.Element, case: _Case, triage: Triage) -> str:
     """Adds the <testcase>; returns its status: passed, failed or skipped."""
-    element = ET.SubElement(parent, "testcase", classname=case.classname, name=xml_text(case.name), time="0")
-    element.set("file", xml_text(case.file))
+    element = ET.SubElement(parent, "testcase", classname=case.classname, name=xml_line(case.name), time="0")
+    element.set("file", xml_line(case.file))
     failing = [i for i in case.issues if i.fails(triage.fail_on)]
     shown = failing or case.issues
     if shown and shown[0].location is not None and shown[0].location.line is not None:
@@ -130,20 +137,20 @@ def _testcase(parent: ET.Element, case: _Case, triage: Triage) -> str:
         body += f"\n... and {case.more} more like these (--format json lists every one)"
     if failing:
         failure = ET.SubElement(
-            element, "failure", message=xml_text(failing[0].message), type=failing[0].severity.value
+            element, "failure", message=xml_line(failing[0].message), type=failing[0].severity.value
         )
         failure.text = xml_text(body)
         return "failed"
     if case.issues:
         ET.SubElement(element, "system-out").text = xml_text(body)
     if case.skipped is not None and not case.issues:
-        ET.SubElement(element, "skipped", message=xml_text(case.skipped))
+        ET.SubElement(element, "skipped", message=xml_line(case.skipped))
         return "skipped"
     return "passed"
 
 
 def _suite(root: ET.Element, source: str, cases: Iterable[_Case], triage: Triage) -> dict[str, int]:
-    suite = ET.SubElement(root, "testsuite", name=xml_text(source or "-"), file=xml_text(source))
+    suite = ET.SubElement(root, "testsuite", name=xml_line(source or "-"), file=xml_line(source))
     counts = {"passed": 0, "failed": 0, "skipped": 0}
     for case in cases:
         counts[_testcase(suite, case, triage)] += 1
@@ -158,17 +165,17 @@ def _suppressions_suite(root: ET.Element, triage: Triage) -> int:
     """The settings file's `[[suppress]]` entries, one test case each: passed with what it accepted, or
     skipped when it matched nothing (stale: it can go). Returns how many."""
     path = triage.result.made.settings_file or "settings file"
-    suite = ET.SubElement(root, "testsuite", name=xml_text(path), file=xml_text(path))
+    suite = ET.SubElement(root, "testsuite", name=xml_line(path), file=xml_line(path))
     used = triage.suppressions_used()
     for entry in used:
         name = f"suppress.{entry['number']} {entry['rule']}"
-        case = ET.SubElement(suite, "testcase", classname="suppressions", name=xml_text(name), time="0")
-        case.set("file", xml_text(path))
+        case = ET.SubElement(suite, "testcase", classname="suppressions", name=xml_line(name), time="0")
+        case.set("file", xml_line(path))
         if entry["stale"]:
             message = f"stale: matched nothing, remove it ({entry['described']})"
-            ET.SubElement(case, "skipped", message=xml_text(message))
+            ET.SubElement(case, "skipped", message=xml_line(message))
         else:
-            ET.SubElement(case, "system-out").text = xml_text(f"suppressed {entry['suppressed']}: {entry['described']}")
+            ET.SubElement(case, "system-out").text = xml_line(f"suppressed {entry['suppressed']}: {entry['described']}")
     stale = sum(1 for entry in used if entry["stale"])
     suite.attrib.update(tests=str(len(used)), failures="0", errors="0", skipped=str(stale), time="0")
     return len(used)
@@ -180,9 +187,9 @@ def write(triage: Triage, out: TextIO) -> None:
     totals = {"tests": 0, "failures": 0, "errors": 0}
     for source in sorted(set(suites.cases) | set(suites.errors)):
         if source in suites.errors:
-            suite = ET.SubElement(root, "testsuite", name=xml_text(source), file=xml_text(source))
+            suite = ET.SubElement(root, "testsuite", name=xml_line(source), file=xml_line(source))
             case = ET.SubElement(suite, "testcase", classname=_classname(source), name="read input", time="0")
-            ET.SubElement(case, "error", message=xml_text(suites.errors[source]), type="unreadable-input")
+            ET.SubElement(case, "error", message=xml_line(suites.errors[source]), type="unreadable-input")
             suite.attrib.update(tests="1", failures="0", errors="1", skipped="0", time="0")
             totals["tests"] += 1
             totals["errors"] += 1

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 from markupsafe import Markup
 
-from . import charts, frames, tables
+from . import charts, frames, inert, tables
 from .baseline import FindingPrints
 from .results import AuditResult
 
@@ -113,7 +113,7 @@ def _box_chart(chart_id: str, title: str, data: pd.DataFrame, note: str) -> Char
 
 def _box(label: str, row: pd.Series[Any]) -> charts.Box:
     return charts.Box(
-        label=label,
+        label=inert.terminal(label),  # a recorded method and tool name: no bidi or control in a tooltip
         count=int(row["count"]),
         low=float(row["low"]),
         q1=float(row["q1"]),
