@@ -74,6 +74,9 @@ def classify(timeline: RequestTimeline) -> CancelledCall | None:
     silent, short = "no reply after the cancel", "no reply"
     if cancel.mechanism is CancelMechanism.TASKS_CANCEL:
         silent = short = task_outcomes.silence(timeline)
+    if EntryKind.RESULT in timeline.unrecorded:  # an HTTP+SSE session's HAR: replies are on a stream it lacks
+        silent = short = "the recording cannot show its reply"
+        certainty = Certainty.INFERRED
     if late is not None:
         evidence.append(late.entry.origin)
         certainty = late.entry.certainty

@@ -216,6 +216,7 @@ def rule_fixtures() -> dict[str, tuple[Any, Any]]:
     page = page_entry("https://app.example.test/", "<html></html>", "text/html", "document")
     return {
         "har-session-id-conflict": (har(conflicting_session_ids(answered)), har([*handshake(), answered])),
+        "har-replies-not-recorded": (har(legacy_posts(call)), har([*handshake(), answered])),
         "har-request-failed": (har([*handshake(), reset]), har([*handshake(), abandoned])),
         "har-entry-unreadable": (
             har([*handshake(), bad64]),
@@ -236,6 +237,26 @@ def conflicting_session_ids(answered: dict[str, Any]) -> list[dict[str, Any]]:
     twice = copy.deepcopy(answered)
     twice["request"]["headers"].insert(2, {"name": "Mcp-Session-Id", "value": "0ld5e55100"})
     return [first, *rest, twice]
+
+
+def legacy_posts(call: str) -> list[dict[str, Any]]:
+    """An HTTP+SSE (2024-11-05) session's POSTs, each accepted with 202 "Accepted" (the Python SDK's
+    text): the replies went on the GET stream, which the HAR holds no body of (mitmproxy streams it,
+    browsers keep none for an EventSource), so that entry is not MCP traffic to the reader."""
+    url = "https://mcp.example.test/messages/?session_id=6b1f0c2d9e8a4f7b"
+    init = rpc(
+        id=1,
+        method="initialize",
+        params={"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "web-app", "version": "1"}},
+    )
+    posts = [init, rpc(method="notifications/initialized"), rpc(id=2, method="tools/list"), call]
+    stream = entry(0.0, None, method="GET", url="https://mcp.example.test/sse", mime="text/event-stream", sid=None)
+    stream["response"]["content"] = {"size": 0, "mimeType": "text/event-stream"}
+    accepted = [
+        entry(0.05 + n / 10, body, status=202, mime="text/plain", reply="Accepted", sid=None, url=url)
+        for n, body in enumerate(posts)
+    ]
+    return [stream, *accepted]
 
 
 def write(path: Path, value: Any) -> str:

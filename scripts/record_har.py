@@ -36,7 +36,13 @@ SCENARIOS = {
     # name: (client flow, preferred server port)
     "mitmdump-sdk-cancel-notification": ("cancel-after-delay", 18201),
     "mitmdump-sdk-cancel-close-stream": ("cancel-after-delay-2026-07-28", 18203),
+    "mitmdump-sdk-legacy-sse": ("legacy-sse", 18205),
 }
+FIXTURES = {"mitmdump-sdk-legacy-sse": ROOT / "tests" / "fixtures" / "har"}
+"""Recordings kept as test fixtures rather than samples (tests/fixtures/har/README.md)."""
+LEGACY = {"legacy-sse"}
+"""Flows over HTTP+SSE (2024-11-05): the server's `--transport sse`, the client at /sse, and mitmdump with
+scripts/peers/mitm_stream_sse.py (else it buffers the stream and the session stalls)."""
 
 
 def log(text: str) -> None:
@@ -65,19 +71,27 @@ def wait_port(port: int, timeout: float = 20.0) -> None:
 def record(name: str, flow: str, preferred: int, mitmdump: Path, logdir: Path) -> Path:
     port = pick_port(preferred)
     proxy_port = pick_port(preferred + 50)
-    har = OUT / f"{name}.har"
+    har = FIXTURES.get(name, OUT) / f"{name}.har"
+    legacy = flow in LEGACY
     server_argv = [PY, str(PEERS / "http_sdk_server.py"), "--port", str(port), "--max-seconds", "40"]
+    server_argv += ["--transport", "sse"] if legacy else []
     server = Proc(f"{name}-server", [*server_argv, "--log", str(logdir / f"{name}.server.jsonl")], logdir)
     try:
         server.wait_ready()
         proxy_argv = [str(mitmdump), "-q", "--mode", f"reverse:http://127.0.0.1:{port}"]
         proxy_argv += ["--listen-host", "127.0.0.1", "--listen-port", str(proxy_port), "--set", f"hardump={har}"]
+        proxy_argv += ["-s", str(PEERS / "mitm_stream_sse.py")] if legacy else []
         proxy = Proc(f"{name}-mitmdump", proxy_argv, logdir)
         try:
             wait_port(proxy_port)
             run_client(
                 f"{name}-client",
-                [PY, str(PEERS / "http_sdk_client.py"), flow, f"http://127.0.0.1:{proxy_port}/mcp"],
+                [
+                    PY,
+                    str(PEERS / "http_sdk_client.py"),
+                    flow,
+                    f"http://127.0.0.1:{proxy_port}/{'sse' if legacy else 'mcp'}",
+                ],
                 logdir,
             )
             time.sleep(0.5)  # let the proxy finish the last flows
@@ -94,13 +108,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mitm-venv", type=Path, default=ROOT / "build" / "mitmproxy-venv")
     ap.add_argument("--keep-logs", type=Path)
+    ap.add_argument("--only", nargs="*", choices=sorted(SCENARIOS), help="record only these")
     args = ap.parse_args()
     mitmdump = mitm_venv(args.mitm_venv)
     OUT.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="record-har-") as tmp:
         logdir = args.keep_logs or Path(tmp)
         logdir.mkdir(parents=True, exist_ok=True)
-        for name, (flow, port) in SCENARIOS.items():
+        for name in args.only or SCENARIOS:
+            flow, port = SCENARIOS[name]
             record(name, flow, port, mitmdump, logdir)
     return 0
 

@@ -35,7 +35,7 @@ from ..errors import InputError
 from ..model import Anomaly, EntryKind, Event, Origin, SessionStart, Transport, Vantage
 from .base import ReadOptions
 from .har_entry import EntryProblem, HarExchange, parse
-from .har_events import Make, exchange_events
+from .har_events import LEGACY_UNRECORDED, Make, exchange_events
 from .har_scan import HarSyntaxError, Part, Piece, Scanner
 from .hostlog_sessions import MAX_SESSIONS, TOO_MANY_SESSIONS
 from .source import InputSource
@@ -120,6 +120,8 @@ class HarEvents:
         self._held_bytes = 0
         self._order = 0
         self._started: set[str] = set()
+        self._legacy: set[str] = set()
+        """Sessions seen to be HTTP+SSE (2024-11-05): see `har_events.EntryEvents.legacy`."""
 
     def piece(self, piece: Piece) -> Iterator[Event]:
         if piece.data is None:
@@ -142,12 +144,15 @@ class HarEvents:
             yield self.anomaly(piece.line, "har.entry-unreadable", f"entry {piece.index} skipped: {exc}")
             return
         origin = self.origin(exchange)
-        events = exchange_events(exchange, origin, self.source)
-        if events:
-            self.mcp += 1
-        weight = len(piece.data) // max(1, len(events))
-        for ts, key, make in events:
-            yield from self._hold(_Pending(ts, exchange.index, self._next(), key, origin, make, weight))
+        entry = exchange_events(exchange, origin, self.source)
+        if entry is None:
+            return
+        self.mcp += 1
+        if entry.legacy:
+            self._legacy.add(entry.key)  # bounded: a key is added once, and keys are capped at MAX_SESSIONS
+        weight = len(piece.data) // max(1, len(entry.timed))
+        for ts, make in entry.timed:
+            yield from self._hold(_Pending(ts, exchange.index, self._next(), entry.key, origin, make, weight))
 
     def broken(self, exc: HarSyntaxError) -> Iterator[Event]:
         yield from self._drain()
@@ -185,16 +190,17 @@ class HarEvents:
                 return
             self._started.add(key)
             self.seq += 1
+            legacy = key in self._legacy  # known unless the reorder buffer let this session go early
             yield SessionStart(
                 seq=self.seq,
                 ts=item.ts,
                 origin=item.origin,
                 session_key=key,
-                transport=Transport.STREAMABLE_HTTP,
+                transport=Transport.HTTP_SSE if legacy else Transport.STREAMABLE_HTTP,
                 vantage=self.vantage,
                 input_format="har",
                 label=key.partition("#")[2],
-                unrecorded=UNRECORDED,
+                unrecorded=UNRECORDED | LEGACY_UNRECORDED if legacy else UNRECORDED,
             )
         self.seq += 1
         yield item.make(self.seq, key)

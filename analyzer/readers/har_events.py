@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ..jsonrpc import decode_text
 from ..model import (
     Anomaly,
     Direction,
+    EntryKind,
     Event,
     Message,
     MessageEvent,
@@ -36,16 +38,44 @@ Timed = tuple[float, Make]
 _JSONRPC = re.compile(r'\A\s*[\[{].*?"jsonrpc"', re.S)
 _NO_BODY = (202, 204, 304)
 _LEGACY = re.compile(r"^event:\s*endpoint\s*$", re.M)
+REPLIES_ELSEWHERE = "har.replies-elsewhere"
+#: What an HTTP+SSE session's stream carries, which its HAR entries do not show (the stream is not read):
+#: everything the server sends.
+LEGACY_UNRECORDED = frozenset(
+    {
+        EntryKind.RESULT,
+        EntryKind.ERROR_RESULT,
+        EntryKind.PROGRESS,
+        EntryKind.RELATED_MESSAGE,
+        EntryKind.TASK_STATUS,
+        EntryKind.TASK_RESULT,
+        EntryKind.CANCEL_ANSWER,
+        EntryKind.STREAM_CLOSED_BY_SERVER,
+    }
+)
 
 
-def exchange_events(ex: HarExchange, origin: Origin, source: str) -> list[tuple[float, str, Make]]:
-    """Every event of the entry with its ordering time and session key (see `har_session`; else the
-    URL's host); empty when the entry is not MCP traffic."""
+@dataclass(frozen=True, slots=True)
+class EntryEvents:
+    """One entry's events and where they belong."""
+
+    key: str
+    """Its session (see `har_session`; else the URL's host)."""
+    timed: list[Timed]
+    """Its events with the times they are ordered by."""
+    legacy: bool
+    """The entry belongs to an HTTP+SSE (2024-11-05) session: a request POSTed and accepted without its
+    reply (which goes on the session's SSE stream), or that stream itself. Such a stream is not read
+    (README "HAR files"), so the session's replies are not recorded (`LEGACY_UNRECORDED`)."""
+
+
+def exchange_events(ex: HarExchange, origin: Origin, source: str) -> EntryEvents | None:
+    """Every event of the entry with its ordering time; None when the entry is not MCP traffic."""
     sse = "event-stream" in ex.response_mime
     request_rpc = ex.request_body is not None and _JSONRPC.match(ex.request_body[:4096]) is not None
     response_rpc = ex.response_body is not None and '"jsonrpc"' in ex.response_body
     if not (request_rpc or response_rpc or ex.header("mcp-session-id")):
-        return []
+        return None
     build = _Builder(ex, origin)
     unrecorded = bool(ex.status) and ex.status not in _NO_BODY and _not_recorded(ex)
     requests = build.body(ex.request_body, Direction.C2S, ex.sent, "request body", drop_requests=unrecorded)
@@ -61,21 +91,26 @@ def exchange_events(ex: HarExchange, origin: Origin, source: str) -> list[tuple[
         if first is not None:
             what += f"; the request {method} (id {request_id!r}) is left out, as its reply cannot be judged"
         build.timed.append((ex.ended, build.anomaly("har.body-not-recorded", what, ex.ended, request_id, method)))
-        return [(ts, key, make) for ts, make in build.timed]
+        return EntryEvents(key, build.timed, legacy=False)
     if ex.status >= 400 and ex.method == "POST":
         what = f"{build.name}: HTTP {ex.status} to POST {ex.url}"
         build.timed.append((ex.first_byte, build.anomaly("http.error-status", what, ex.first_byte, request_id, method)))
-    if ex.response_body and sse and 200 <= ex.status < 300 and _LEGACY.search(ex.response_body):
+    legacy = first is not None and 200 <= ex.status < 300 and not response_rpc and not sse
+    if legacy:  # the reply is not in this entry: 2024-11-05 answers on the GET stream (HTTP-3 forbids it later)
+        what = f"{build.name}: {method} (id {request_id!r}) was POSTed and answered {ex.status} without its reply"
+        build.timed.append((ex.first_byte, build.anomaly(REPLIES_ELSEWHERE, what, ex.first_byte, request_id, method)))
+    elif ex.response_body and sse and 200 <= ex.status < 300 and _LEGACY.search(ex.response_body):
+        legacy = True
         what = f"{build.name}: a legacy HTTP+SSE stream (an endpoint event): a HAR does not say when its events "
         what += "came, and they answer requests POSTed all along it, so its messages are not read"
         build.timed.append((ex.first_byte, build.anomaly("har.entry-unreadable", what, ex.first_byte)))
     elif ex.response_body and sse and 200 <= ex.status < 300:
         _stream(build, ex.response_body)
-    elif ex.response_body and ex.response_body.strip():
+    elif ex.response_body and ex.response_body.strip() and (ex.status not in _NO_BODY or response_rpc):
         build.body(ex.response_body, Direction.S2C, ex.first_byte, "response body")
     if ex.status == 0:
         build.timed.append(_no_response(build, request_id, method))
-    return [(ts, key, make) for ts, make in build.timed]
+    return EntryEvents(key, build.timed, legacy)
 
 
 def _not_recorded(ex: HarExchange) -> bool:
