@@ -2,10 +2,10 @@
 
 Each input is audited by `pipeline.audit_source` into a `Partial`, which comes back pickled (by value,
 never through shared files) and is merged in input order, so the report is the one a single process
-makes (partial.py says why). A task is a run of consecutive inputs of about TASK_BYTES (a large input
-is a task alone): 1,000 small recordings are 200 round trips to the workers, not 1,000. At most
-WINDOW_PER_WORKER tasks per worker are in flight ahead of the merge, so a slow first input bounds the
-partials held, not the number of inputs.
+makes (partial.py says why). A task is a run of consecutive inputs, large first and smaller towards
+the end (`_tasks`; a large input is a task alone): 1,000 small recordings are 30 round trips to the
+workers, not 1,000. At most WINDOW_PER_WORKER tasks per worker are in flight ahead of the merge, so a
+slow first input bounds the partials held, not the number of inputs.
 
 Standard input is read and audited in this process (a worker cannot read it). With Dask the client
 sends each input's bytes (and its TLS key log) with its task: workers need no access to the files.
@@ -35,12 +35,15 @@ from .readers import InputSource
 #: Inputs from which `--jobs` defaults to one worker per core (fewer are audited in this process).
 PARALLEL_FROM = 8
 WINDOW_PER_WORKER = 4
-#: A task's inputs add up to about this many bytes, and are at most TASK_INPUTS: large enough that a
-#: round trip to a worker (submit, wake-ups, pickling: about 0.1 ms of CPU besides the partial) is small
-#: against auditing them (about 10 MB/s), small enough that the last task keeps the other workers
-#: waiting only a few tens of milliseconds.
-TASK_BYTES = 256 * 1024
-TASK_INPUTS = 16
+#: Guided self-scheduling: a task's inputs add up to the bytes not yet in a task / (workers * GUIDED),
+#: within TASK_BYTES (smallest, largest), and are at most TASK_INPUTS. The first tasks are large, as a
+#: round trip to a worker costs more than it seems (the pool's threads in this process, the worker's
+#: loop: 1,000 small recordings in 200 tasks took 0.45 s more CPU than in 32); the last are small, so
+#: the last task keeps the other workers waiting a few tens of milliseconds (auditing: about 10 MB/s).
+#: A worker holds a task's partials until it ends, hence the largest size.
+GUIDED = 4
+TASK_BYTES = (256 * 1024, 4 * 1024 * 1024)
+TASK_INPUTS = 64
 
 Progress = Callable[[int, int, int], None]
 """Called with (inputs done, inputs in all, events read so far) as inputs finish."""
@@ -155,26 +158,36 @@ def _size(path: Path) -> int:
 
 
 def _tasks(items: list[Work | Partial], width: int | None) -> list[Task | Partial]:
-    """ITEMS with runs of consecutive inputs joined into tasks of about TASK_BYTES for WIDTH workers, at
-    least WINDOW_PER_WORKER tasks each when there are inputs enough; WIDTH None: one input a task (this
-    process audits them, each merged as soon as it is done)."""
+    """ITEMS with runs of consecutive inputs joined into tasks for WIDTH workers, each of a share of the
+    bytes left (`GUIDED`), at least WINDOW_PER_WORKER tasks each when there are inputs enough; WIDTH
+    None: one input a task (this process audits them, each merged as soon as it is done)."""
     inputs = sum(isinstance(item, Work) for item in items)
     most = 1 if width is None else max(1, min(TASK_INPUTS, inputs // (width * WINDOW_PER_WORKER)))
+    left = sum(item.size for item in items if isinstance(item, Work))
+    budget = _share(left, width)
     out: list[Task | Partial] = []
     task: list[Work] = []
     size = 0
     for item in items:
-        if task and (isinstance(item, Partial) or len(task) >= most or size + item.size > TASK_BYTES):
+        if task and (isinstance(item, Partial) or len(task) >= most or size + item.size > budget):
             out.append(tuple(task))
             task, size = [], 0
+            budget = _share(left, width)
         if isinstance(item, Partial):
             out.append(item)
         else:
             task.append(item)
             size += item.size
+            left -= item.size
     if task:
         out.append(tuple(task))
     return out
+
+
+def _share(left: int, width: int | None) -> int:
+    """The bytes of the next task when LEFT bytes of inputs are not yet in one."""
+    smallest, largest = TASK_BYTES
+    return min(largest, max(smallest, left // ((width or 1) * GUIDED)))
 
 
 def run_task(task: Task, context: Context | None = None) -> Done:

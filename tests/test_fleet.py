@@ -148,7 +148,7 @@ def test_default_jobs_use_every_core_only_for_many_inputs(monkeypatch: pytest.Mo
 
 
 def test_tasks_are_runs_of_consecutive_inputs_cut_by_size_and_count(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fleet, "TASK_BYTES", 100)
+    monkeypatch.setattr(fleet, "TASK_BYTES", (100, 100))  # one size: see the next test for the guided sizes
     monkeypatch.setattr(fleet, "TASK_INPUTS", 3)
     done = Partial()  # an input already done (a missing path): merged in its place, never sent
     sizes = [10, 10, 10, 10, 90, 20, 500, 5, 5, 5, 5, 5]
@@ -167,6 +167,20 @@ def test_tasks_are_runs_of_consecutive_inputs_cut_by_size_and_count(monkeypatch:
     # few inputs for the workers: spread out, at least WINDOW_PER_WORKER tasks each; this process: one each
     assert fleet._tasks(items, 2) == [(w,) for w in works[:6]] + [done] + [(w,) for w in works[6:]]
     assert fleet._tasks(items, None) == fleet._tasks(items, 2)
+
+
+def test_tasks_are_large_first_and_smaller_towards_the_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guided self-scheduling: each task takes 1/(workers * GUIDED) of the bytes left, within TASK_BYTES."""
+    monkeypatch.setattr(fleet, "GUIDED", 4)
+    monkeypatch.setattr(fleet, "TASK_INPUTS", 100)  # the count is then WINDOW_PER_WORKER's: 40 // 4
+    works = [fleet.Work(f"in-{n}", False, path=f"in-{n}", size=10) for n in range(40)]
+    monkeypatch.setattr(fleet, "TASK_BYTES", (20, 1000))
+    assert [len(t) for t in fleet._tasks(works, 1)] == [10, 7, 5, 4, 3, 2, 2, 2, 2, 2, 1]  # 400 // 4 = 100 bytes...
+    monkeypatch.setattr(fleet, "TASK_BYTES", (20, 60))  # ... at most 60 bytes
+    assert [len(t) for t in fleet._tasks(works, 1)] == [6, 6, 6, 5, 4, 3, 2, 2, 2, 2, 2]
+    tasks = fleet._tasks(works, 2)  # two workers: half the share
+    assert [len(t) for t in tasks] == [5, 4, 3, 3, 3, *[2] * 11]
+    assert [w for t in tasks for w in t] == works
 
 
 def test_a_task_packs_its_inputs_cancelled_calls_once_in_input_order(tmp_path: Path) -> None:
