@@ -81,3 +81,19 @@ def test_a_202_with_text_carries_no_message_and_an_answered_session_is_judged_wh
     assert [e for e in events if isinstance(e, Anomaly)] == []
     (start,) = [e for e in events if isinstance(e, SessionStart)]
     assert start.transport is Transport.STREAMABLE_HTTP and "result" not in start.unrecorded
+
+
+def test_two_sessions_at_one_host_are_told_apart_by_their_endpoint(tmp_path: Path) -> None:
+    """The page reconnected: a second HTTP+SSE session at the same host, its POST endpoint naming another
+    session_id, its ids starting again at 1. Keyed by the host alone they were one session reusing ids."""
+    har = json.loads((ROOT / SAMPLE).read_text())
+    again = json.loads(json.dumps(har["log"]["entries"]).replace("session_id=", "session_id=0"))
+    for entry in again:
+        entry["startedDateTime"] = entry["startedDateTime"].replace("T15:", "T16:")
+    har["log"]["entries"] += again
+    path = tmp_path / "two.har"
+    path.write_text(json.dumps(har))
+    result = audit([str(path)])
+    assert len(result.sessions) == 2
+    assert [f.rule_id for f in result.findings] == ["CW937", "CW937"]
+    assert [c.request_id for c in result.cancellations] == [3, 3]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlsplit
 
 from ..jsonrpc import decode_text
 from ..model import (
@@ -39,6 +40,9 @@ _JSONRPC = re.compile(r'\A\s*[\[{].*?"jsonrpc"', re.S)
 _NO_BODY = (202, 204, 304)
 _LEGACY = re.compile(r"^event:\s*endpoint\s*$", re.M)
 REPLIES_ELSEWHERE = "har.replies-elsewhere"
+_SESSION_PARAMS = ("session_id", "sessionId")
+_MAX_QUERY = 4096
+_MAX_QUERY_VALUE = 200
 #: What an HTTP+SSE session's stream carries, which its HAR entries do not show (the stream is not read):
 #: everything the server sends.
 LEGACY_UNRECORDED = frozenset(
@@ -82,7 +86,7 @@ def exchange_events(ex: HarExchange, origin: Origin, source: str) -> EntryEvents
     first = next((m for m in requests if m.kind is MessageKind.REQUEST), None)
     request_id, method = (first.id, first.method) if first is not None else (None, None)
     session = choose(ex, method)
-    key = f"{source}#{session.session_id or ex.host or '?'}"
+    key = f"{source}#{session.session_id or _endpoint_session(ex) or ex.host or '?'}"
     if session.conflict is not None:
         what = f"{build.name}: {session.conflict}"
         build.timed.append((ex.sent, build.anomaly(SESSION_ID_CONFLICT, what, ex.sent, request_id, method)))
@@ -111,6 +115,17 @@ def exchange_events(ex: HarExchange, origin: Origin, source: str) -> EntryEvents
     if ex.status == 0:
         build.timed.append(_no_response(build, request_id, method))
     return EntryEvents(key, build.timed, legacy)
+
+
+def _endpoint_session(ex: HarExchange) -> str | None:
+    """An HTTP+SSE session's POST endpoint names its session in the query (the SDKs' `session_id` and
+    `sessionId`): each such session apart, so a page that reconnected is not one session reusing ids."""
+    if ex.method != "POST" or "?" not in ex.url:
+        return None
+    for name, value in parse_qsl(urlsplit(ex.url).query[:_MAX_QUERY]):
+        if name in _SESSION_PARAMS and value:
+            return f"{ex.host}?{name}={value[:_MAX_QUERY_VALUE]}"
+    return None
 
 
 def _not_recorded(ex: HarExchange) -> bool:
