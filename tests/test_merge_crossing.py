@@ -94,23 +94,24 @@ def test_a_reply_the_client_wrote_before_it_read_the_servers_cancel(tmp_path: Pa
     assert (cancelled.outcome.value, cancelled.certainty.value) == ("late-result-discarded", "exact")
 
 
-def test_the_same_order_in_both_recordings_is_no_crossing(tmp_path: Path) -> None:
+def _cancelled_call(tmp_path: Path, server_writes_at: float) -> tuple[AuditResult, Path, Path]:
+    """tools/call id 2, cancelled by the client at 0.50 and answered by the server at SERVER_WRITES_AT
+    (it reads the cancel at 0.51); the client gets the result at 0.53."""
     call = _rpc(id=2, method="tools/call", params={"name": "t", "arguments": {}})
     cancel = _rpc(method="notifications/cancelled", params={"requestId": 2})
     result = _rpc(id=2, result={"content": []})
     client = [(0.10, "send", call), (0.50, "send", cancel), (0.53, "recv", result)]
-    server = [(0.11, "recv", call), (0.51, "recv", cancel), (0.52, "send", result)]
-    merged, _, s = _merged(tmp_path, client, server)
+    server = [(0.11, "recv", call), (0.51, "recv", cancel), (server_writes_at, "send", result)]
+    return _merged(tmp_path, client, sorted(server, key=lambda line: line[0]))
+
+
+def test_the_same_order_in_both_recordings_is_no_crossing(tmp_path: Path) -> None:
+    merged, _, s = _cancelled_call(tmp_path, 0.52)
     assert _seen(merged) == {("CW101", 2, "exact", (f"{s}:5", f"{s}:6"))}  # read, then answered: a violation
 
 
 def test_the_diagram_of_merged_recordings_draws_the_crossing(tmp_path: Path) -> None:
-    call = _rpc(id=2, method="tools/call", params={"name": "t", "arguments": {}})
-    cancel = _rpc(method="notifications/cancelled", params={"requestId": 2})
-    result = _rpc(id=2, result={"content": []})
-    client = [(0.10, "send", call), (0.50, "send", cancel), (0.53, "recv", result)]
-    server = [(0.11, "recv", call), (0.505, "send", result), (0.51, "recv", cancel)]
-    _, c, s = _merged(tmp_path, client, server)
+    _, c, s = _cancelled_call(tmp_path, 0.505)
     args = [sys.executable, "-m", "cancelwire", "diagram", "--request", "2", "--merge", str(c), str(s)]
     proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
