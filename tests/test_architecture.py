@@ -38,6 +38,8 @@ RECONSTRUCTION = {
     "tasks",
     "task_traffic",
 }
+#: The data model, lowest first: each module reaches only the layers below its own (`model` gathers them).
+MODEL_LAYERS = ({"kinds"}, {"records"}, {"events"}, {"timelines"}, {"findings"}, {"model"})
 #: The capture reader's HTTP layers, lowest first: a module reaches only the layers below its own.
 HTTP_LAYERS = (
     {"readers.http1", "readers.http2_bounds"},
@@ -97,7 +99,7 @@ def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
 def test_the_graph_is_read() -> None:
     graph = _graph()
     assert "readers.transcript" in graph["readers"]
-    assert graph["model"] == {"kinds"}
+    assert graph["model"] == {"kinds", "records", "events", "timelines", "findings"}
     assert graph["kinds"] == set()
 
 
@@ -133,3 +135,11 @@ def test_http_layers_point_down() -> None:
         own_and_above = set().union(*HTTP_LAYERS[level:])
         for name in layer:
             assert not _reachable(graph, name) & own_and_above, name
+
+
+def test_the_model_depends_only_on_its_lower_layers() -> None:
+    graph = _graph()
+    for level, layer in enumerate(MODEL_LAYERS):
+        below = set().union(*MODEL_LAYERS[:level])
+        for name in layer:
+            assert _reachable(graph, name) <= below, name

@@ -1,0 +1,155 @@
+"""What reconstruction hands on: each request's timeline (`RequestTimeline` of `TimelineEntry`s, with
+the `CancelInfo` in force) and each `Session`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .events import Origin
+from .kinds import (
+    CancelMechanism,
+    Certainty,
+    EntryKind,
+    Relation,
+    RevisionBasis,
+    Side,
+    ToolEffect,
+    Transport,
+    Vantage,
+)
+from .records import RequestId, Revision, record
+
+
+@record
+class TimelineEntry:
+    """One message or transport fact on a request's timeline."""
+
+    kind: EntryKind
+    """What it is."""
+    side: Side | None
+    """Who sent it; None for recording-level entries."""
+    seq: int
+    """Position in the source (the ordering key)."""
+    ts: float | None
+    """Epoch seconds (UTC), if the source has times."""
+    origin: Origin
+    """Where it was read (the evidence)."""
+    stream: str | None = None
+    """HTTP exchange that carried it; None on stdio."""
+    method: str | None = None
+    """Method of a message entry (a verifying read: the read's tool); None for replies and transport facts."""
+    relation: Relation | None = None
+    """Relative to the timeline's cancel; None when the request was not cancelled."""
+    certainty: Certainty = Certainty.EXACT
+    """How sure `relation` is: EXACT from an ordering proof or the vantage, INFERRED from timing."""
+    excerpt: str = ""
+    """Bounded raw text of the message, for evidence."""
+    repeats: int = 1
+    """How many messages or events this entry stands for. Past a request's entry limit, like entries
+    (same kind, side, relation and certainty) are counted in one entry: its origin and time are the
+    first one's, and the others may interleave with later entries."""
+    status: str | None = None
+    """What a task entry reports: the task's status (`cancelled`, `completed`, ...; None for an empty
+    acknowledgement), `result` for a `tasks/result` answered with content, `empty result` for one answered
+    with nothing but `_meta`, or `error CODE`."""
+
+
+@record
+class CancelInfo:
+    """The cancel in force for a request (the first one its receiver had to act on)."""
+
+    mechanism: CancelMechanism
+    """A `notifications/cancelled`, the client's disconnect where the revision makes that the cancel, or a
+    `tasks/cancel` of the task a task-augmented request created."""
+    entry: TimelineEntry
+    """The cancel itself (the notification, the client's close/reset of the stream, or the `tasks/cancel`)."""
+    reason: str | None = None
+    """The notification's `reason`, if it gave a string."""
+
+
+@record
+class RequestTimeline:
+    """Everything seen for one request, in source order.
+
+    A timeline can have both a result and a cancel; which came first is in `entries` order and each
+    entry's `relation`.
+    """
+
+    session_key: str
+    """Its session."""
+    requester: Side
+    """Who sent the request (the two peers number their requests separately)."""
+    request_id: RequestId
+    """The request's id, in the requester's id space."""
+    method: str
+    """The request's method."""
+    tool: str | None
+    """Tool name for `tools/call`, else None."""
+    tool_effect: ToolEffect
+    """What the tool may do (from `tools/list` annotations); `none` for non-tools."""
+    progress_token: str | int | None
+    """`params._meta.progressToken`, if the request asked for progress."""
+    revision: Revision | None
+    """Revision in force for this exchange (per request in 2026-07-28)."""
+    revision_basis: RevisionBasis
+    """How that revision was established."""
+    transport: Transport
+    """The session's transport."""
+    vantage: Vantage
+    """Where the recording was made (decides what ordering it can prove)."""
+    stream: str | None
+    """HTTP exchange that carried the request; None on stdio."""
+    entries: tuple[TimelineEntry, ...]
+    """Everything seen for the request, in source order (bounded; see `TimelineEntry.repeats`)."""
+    cancel: CancelInfo | None
+    """The cancel in force, if any; a request can have both a reply and a cancel."""
+    verified_by: TimelineEntry | None = None
+    """For a cancelled side-effecting call: the later read's reply that could have checked the effect."""
+    ended_by_recording: bool = False
+    """True when the timeline was still open when the recording ended (absence rules apply only then)."""
+    unrecorded: frozenset[EntryKind] = frozenset()
+    """Entry kinds its recording cannot show (`SessionStart.unrecorded`)."""
+
+
+@record
+class Session:
+    """One recorded session between a client and a server, as reconstruction saw it."""
+
+    key: str
+    """Unique within the audit."""
+    source: str
+    """The input it was read from."""
+    input_format: str
+    """Reader that read it."""
+    transport: Transport
+    """How the peers talked."""
+    vantage: Vantage
+    """Where the recording was made."""
+    revision: Revision | None
+    """The session's revision (2026-07-28 exchanges may each declare their own)."""
+    revision_basis: RevisionBasis
+    """How the revision was established."""
+    label: str | None
+    """Human name, e.g. the server name in a host log."""
+    client_info: Mapping[str, Any] | None
+    """The client's `clientInfo`, if it sent one."""
+    server_info: Mapping[str, Any] | None
+    """The server's `serverInfo`, if it sent one."""
+    tool_effects: Mapping[str, ToolEffect]
+    """Tool name -> what `tools/list` annotations say it may do."""
+    first_ts: float | None
+    """Time of the first timed event."""
+    last_ts: float | None
+    """Latest time seen."""
+    timestamps: bool
+    """False when the input had no timestamps at all (ordering only)."""
+    timestamps_ordered: bool
+    """False when timestamps went backwards somewhere (log time, not wire time)."""
+    requests: int
+    """Requests seen (both peers)."""
+    messages: int
+    """Messages placed on the session (both directions)."""
+    requests_seen: tuple[tuple[str, float | None], ...] = ()
+    """The earliest requests judged (a key of who sent it, id, method and params; and when), for telling
+    that two inputs hold the same session (`same_session`); not in the report."""
