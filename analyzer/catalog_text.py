@@ -8,11 +8,11 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Iterable, Iterator
 
-from . import catalog
 from .model import Level
+from .rule import Rule, levels_of
 
 
-def rules_table(rules: Iterable[catalog.Rule]) -> Iterator[str]:
+def rules_table(rules: Iterable[Rule]) -> Iterator[str]:
     """A header and one line per rule: id, slug, severities, status, revisions."""
     yield f"{'ID':<7} {'SLUG':<34} {'SEVERITY':<22} {'STATUS':<8} REVISIONS"
     for rule in rules:
@@ -20,11 +20,11 @@ def rules_table(rules: Iterable[catalog.Rule]) -> Iterator[str]:
         yield f"{rule.id:<7} {rule.slug:<34} {'/'.join(severities):<22} {rule.status:<8} {', '.join(rule.revisions)}"
 
 
-def _all_levels(rule: catalog.Rule) -> list[Level]:
-    return [lvl for value in rule.levels.values() for lvl in catalog.levels_of(value, None)]
+def _all_levels(rule: Rule) -> list[Level]:
+    return [lvl for value in rule.levels.values() for lvl in levels_of(value, None)]
 
 
-def explain_text(rule: catalog.Rule) -> str:
+def explain_text(rule: Rule) -> str:
     levels = []
     for revision, value in rule.levels.items():
         if isinstance(value, Level):

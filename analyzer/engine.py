@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from .catalog import Condition, Rule, Selector, Where
 from .model import (
     Anomaly,
     CancelledCall,
@@ -26,6 +25,7 @@ from .model import (
     TimelineEntry,
     Transport,
 )
+from .rule import Condition, Rule, Selector, Where
 
 MAX_EVIDENCE = 8
 MAX_OPEN_GROUPS = 10_000

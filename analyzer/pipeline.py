@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import outcomes
-from .catalog import Rule, RuleStatus, load_catalog
+from .catalog import load_catalog
 from .engine import Engine
 from .errors import CancelwireError, InputError, UnknownFormatError
 from .merge import MergeSummary
@@ -23,6 +23,7 @@ from .readers import InputSource, ReadOptions, choose_reader, expand_inputs
 from .reconstruct import ReconstructOptions, Reconstructor
 from .redact import redacting
 from .results import AuditResult, HowMade, InputSummary, Setting
+from .rule import Rule, RuleStatus
 from .same_session import Requests, same_sessions
 
 if TYPE_CHECKING:

@@ -10,10 +10,10 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 from .cancellations import Cancellations
-from .catalog import Rule
 from .engine import Skip
 from .merge import MergeSummary
 from .model import Finding, Session, Severity
+from .rule import Rule
 from .spool import SortedSpool, Spool
 
 if TYPE_CHECKING:

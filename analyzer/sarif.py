@@ -15,11 +15,11 @@ from typing import Any, TextIO
 from urllib.parse import quote
 
 from . import __version__, jsonrpc
-from .catalog import Rule
 from .forms import display_filter
 from .gates import Issue, Triage
 from .model import Origin, Severity
 from .policy import OUTCOME_HELP, Gate
+from .rule import Rule
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}

@@ -143,3 +143,9 @@ def test_the_model_depends_only_on_its_lower_layers() -> None:
         below = set().union(*MODEL_LAYERS[:level])
         for name in layer:
             assert _reachable(graph, name) <= below, name
+
+
+def test_a_loaded_rule_depends_only_on_the_model() -> None:
+    """What a rule is (`rule`) is apart from how rule files are found and read (`catalog`): the
+    engine and the reports need the one, not the other."""
+    assert _reachable(_graph(), "rule") <= set().union(*MODEL_LAYERS)
