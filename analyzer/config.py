@@ -11,7 +11,7 @@
 The first file found from the working directory upwards is used (`--config FILE` names one,
 `--isolated` uses none); command-line options win over it. A settings file is hostile like any input:
 it is read bounded and never blocks, and every value is checked (a `race-window = nan` would silently
-turn violations into races), with errors that name the file and the key.
+turn violations into races), with errors that name the file, the line (`toml_lines`) and the key.
 """
 
 from __future__ import annotations
@@ -24,13 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .files import key_text, read_toml, shown
-from .policy import Suppression, parse_gates, parse_suppressions
+from .files import key_text, read_regular, read_toml, shown
+from .policy import Key, SettingError, Suppression, parse_gates, parse_suppressions
+from .toml_lines import line_of
 
 #: Settings files are small; a pyproject.toml with a long tool table still fits.
 SETTINGS_LIMIT = 1 << 20
 #: The largest count a setting takes (more open requests than this is no limit at all).
 MAX_COUNT = 2**31 - 1
+#: Where the settings sit in a pyproject.toml.
+TOOL_TABLE: Key = ("tool", "cancelwire")
 KEYS = ("race-window", "hold", "max-open", "verifying-reads", "disabled", "gates", "suppress")
 
 
@@ -100,7 +103,7 @@ def find_settings(start: Path) -> Settings:
         if os.path.lexists(project):
             tool = read_toml(project, limit=SETTINGS_LIMIT, what="settings", error=ConfigError).get("tool")
             if isinstance(tool, dict) and "cancelwire" in tool:
-                return parse(project, tool["cancelwire"], "tool.cancelwire.")
+                return _parsed(project, tool["cancelwire"], TOOL_TABLE)
     return Settings()
 
 
@@ -108,45 +111,59 @@ def load_settings(path: Path) -> Settings:
     """`--config FILE`: a cancelwire.toml, or a pyproject.toml holding [tool.cancelwire]."""
     data = read_toml(path, limit=SETTINGS_LIMIT, what="settings", error=ConfigError)
     if path.name != "pyproject.toml":
-        return parse(path, data, "")
+        return _parsed(path, data, ())
     tool = data.get("tool")
     if not isinstance(tool, dict) or "cancelwire" not in tool:
         raise ConfigError(f"{path}: has no [tool.cancelwire] table")
-    return parse(path, tool["cancelwire"], "tool.cancelwire.")
+    return _parsed(path, tool["cancelwire"], TOOL_TABLE)
+
+
+def _parsed(path: Path, table: Any, base: Key) -> Settings:
+    """`parse`, its error naming the line that set the wrong value (`cancelwire.toml:5: hold: ...`)."""
+    try:
+        return parse(path, table, "".join(f"{k}." for k in base))
+    except SettingError as exc:
+        try:
+            text = read_regular(path, limit=SETTINGS_LIMIT, what="settings", error=ConfigError).decode()
+        except (ConfigError, UnicodeDecodeError):  # it was read a moment ago; without it, no line
+            raise exc from None
+        line = line_of(text, (*base, *exc.key))
+        if line is None:
+            raise
+        raise ConfigError(exc.message.replace(f"{path}: ", f"{path}:{line}: ", 1), exc.hint) from None
 
 
 def parse(path: Path, table: Any, prefix: str) -> Settings:
     """Check every key and value; PREFIX is where the table sits in the file (for error messages)."""
 
-    def fail(key: str, problem: str) -> ConfigError:
-        return ConfigError(f"{path}: {prefix}{key}: {problem}")
+    def fail(keys: Key, problem: str, hint: str | None = None) -> SettingError:
+        shown_keys = ".".join(key_text(k) for k in keys)
+        return SettingError(f"{path}: {prefix}{shown_keys}: {problem}", hint, key=keys)
 
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: {prefix.rstrip('.') or 'the file'} must be a table, not {shown(table)}")
     unknown = sorted(set(table) - set(KEYS))
     if unknown:
-        raise ConfigError(
-            f"{path}: {prefix}{key_text(unknown[0])}: unknown setting", f"the settings are: {', '.join(KEYS)}"
-        )
+        raise fail((unknown[0],), "unknown setting", f"the settings are: {', '.join(KEYS)}")
     numbers: dict[str, Any] = {}
     for key, check in (("race-window", seconds_of), ("hold", seconds_of), ("max-open", count_of)):
         if key in table:
             try:
                 numbers[key] = check(table[key])
             except ValueError as exc:
-                raise fail(key, str(exc)) from None
+                raise fail((key,), str(exc)) from None
     reads: dict[str, tuple[str, ...]] = {}
     for tool, value in _table(table, "verifying-reads", fail).items():
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            raise fail(f"verifying-reads.{key_text(tool)}", 'must be a list of tool names or "resources/read"')
+            raise fail(("verifying-reads", tool), 'must be a list of tool names or "resources/read"')
         reads[tool] = tuple(value)
     disabled: dict[str, str] = {}
     for rule, reason in _table(table, "disabled", fail).items():
         if not isinstance(reason, str) or not reason.strip():
-            raise fail(f"disabled.{key_text(rule)}", "needs the reason it is off, as text")
+            raise fail(("disabled", rule), "needs the reason it is off, as text")
         disabled[rule] = reason
     gates = _table(table, "gates", fail)
-    parse_gates(gates, f"{path}: {prefix}gates")
+    parse_gates(gates, f"{path}: {prefix}gates", ("gates",))
     return Settings(
         path=path,
         race_window=numbers.get("race-window"),
@@ -159,8 +176,8 @@ def parse(path: Path, table: Any, prefix: str) -> Settings:
     )
 
 
-def _table(table: dict[str, Any], key: str, fail: Callable[[str, str], ConfigError]) -> dict[str, Any]:
+def _table(table: dict[str, Any], key: str, fail: Callable[[Key, str], ConfigError]) -> dict[str, Any]:
     value = table.get(key, {})
     if not isinstance(value, dict):
-        raise fail(key, f"must be a table, not {shown(value)}")
+        raise fail((key,), f"must be a table, not {shown(value)}")
     return value

@@ -24,6 +24,16 @@ from .model import Outcome
 if TYPE_CHECKING:
     from .gates import Issue
 
+Key = tuple[str | int, ...]
+
+
+class SettingError(ConfigError):
+    """A wrong value in a settings file, with the path of keys that holds it (so its line can be named)."""
+
+    def __init__(self, message: str, hint: str | None = None, *, key: Key = ()) -> None:
+        super().__init__(message, hint)
+        self.key = key
+
 
 class Gate(StrEnum):
     """How an outcome class fails a run."""
@@ -64,19 +74,24 @@ OUTCOME_HELP: Mapping[str, str] = {
 }
 
 
-def parse_gates(values: Mapping[str, Any], where: str) -> dict[Outcome, Gate]:
-    """`{outcome: gate}` from the settings file's `[gates]` or `--gate OUTCOME=GATE` (WHERE names which)."""
+def parse_gates(values: Mapping[str, Any], where: str, key: Key = ()) -> dict[Outcome, Gate]:
+    """`{outcome: gate}` from the settings file's `[gates]` (KEY: where it sits) or `--gate OUTCOME=GATE`
+    (WHERE names which)."""
     gates: dict[Outcome, Gate] = {}
     for name, value in values.items():
         try:
             outcome = Outcome(name)
         except ValueError:
-            raise ConfigError(
-                f"{where}: {key_text(name)}: unknown outcome", f"one of {', '.join(o.value for o in Outcome)}"
+            raise SettingError(
+                f"{where}: {key_text(name)}: unknown outcome",
+                f"one of {', '.join(o.value for o in Outcome)}",
+                key=(*key, name),
             ) from None
         if not isinstance(value, str) or value not in {g.value for g in Gate}:
             choices = ", ".join(g.value for g in Gate)
-            raise ConfigError(f"{where}: {key_text(name)}: must be one of {choices}, not {shown(value)}")
+            raise SettingError(
+                f"{where}: {key_text(name)}: must be one of {choices}, not {shown(value)}", key=(*key, name)
+            )
         gates[outcome] = Gate(value)
     return gates
 
@@ -132,24 +147,29 @@ _SUPPRESS_KEYS = ("rule", "reason", "server", "tool", "method", "path")
 MAX_SUPPRESSIONS = 1000
 
 
-def parse_suppressions(entries: Any, where: str) -> tuple[Suppression, ...]:
+def parse_suppressions(entries: Any, where: str, key: Key = ("suppress",)) -> tuple[Suppression, ...]:
     """`[[suppress]]` entries: `rule` and `reason` required, the rest optional filters."""
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-        raise ConfigError(f"{where}: must be a list of tables ([[suppress]]), not {shown(entries)}")
+        raise SettingError(f"{where}: must be a list of tables ([[suppress]]), not {shown(entries)}", key=key)
     if len(entries) > MAX_SUPPRESSIONS:
-        raise ConfigError(f"{where}: more than {MAX_SUPPRESSIONS} entries")
+        raise SettingError(f"{where}: more than {MAX_SUPPRESSIONS} entries", key=(*key, MAX_SUPPRESSIONS))
     out = []
     for number, entry in enumerate(entries, 1):
+        at = (*key, number - 1)
         unknown = sorted(set(entry) - set(_SUPPRESS_KEYS))
         if unknown:
-            raise ConfigError(
-                f"{where} #{number}: {key_text(unknown[0])}: unknown key", f"the keys are: {', '.join(_SUPPRESS_KEYS)}"
+            raise SettingError(
+                f"{where} #{number}: {key_text(unknown[0])}: unknown key",
+                f"the keys are: {', '.join(_SUPPRESS_KEYS)}",
+                key=(*at, unknown[0]),
             )
         bad = next((k for k, v in entry.items() if not isinstance(v, str) or not v.strip()), None)
         if bad is not None:
-            raise ConfigError(f"{where} #{number}: {bad}: must be text, not {shown(entry[bad])}")
+            raise SettingError(f"{where} #{number}: {bad}: must be text, not {shown(entry[bad])}", key=(*at, bad))
         for required in ("rule", "reason"):
             if required not in entry:
-                raise ConfigError(f"{where} #{number}: needs `{required}`", "each suppression names a rule and why")
+                raise SettingError(
+                    f"{where} #{number}: needs `{required}`", "each suppression names a rule and why", key=at
+                )
         out.append(Suppression(**entry))
     return tuple(out)

@@ -61,29 +61,32 @@ GATES = "error, warning, info, finding, off"
     [
         (
             '[gates]\noutcome-unverifed = "error"\n',
-            f"gates: outcome-unverifed: unknown outcome\n  hint: one of {OUTCOMES}",
+            f"2: gates: outcome-unverifed: unknown outcome\n  hint: one of {OUTCOMES}",
         ),
-        ('[gates]\noutcome-unverified = "fatal"\n', f"gates: outcome-unverified: must be one of {GATES}, not 'fatal'"),
-        ('gates = "error"\n', "gates: must be a table, not 'error'"),
+        (
+            '[gates]\noutcome-unverified = "fatal"\n',
+            f"2: gates: outcome-unverified: must be one of {GATES}, not 'fatal'",
+        ),
+        ('gates = "error"\n', "1: gates: must be a table, not 'error'"),
         (
             '[[suppress]]\nrule = "CW108"\n',
-            "suppress #1: needs `reason`\n  hint: each suppression names a rule and why",
+            "1: suppress #1: needs `reason`\n  hint: each suppression names a rule and why",
         ),
-        ('[[suppress]]\nrule = "CW108"\nreason = " "\n', "suppress #1: reason: must be text, not ' '"),
+        ('[[suppress]]\nrule = "CW108"\nreason = " "\n', "3: suppress #1: reason: must be text, not ' '"),
         (
             '[[suppress]]\nrule = "CW108"\nreason = "x"\nline = 3\n',
-            "suppress #1: line: unknown key\n  hint: the keys are: rule, reason, server, tool, method, path",
+            "4: suppress #1: line: unknown key\n  hint: the keys are: rule, reason, server, tool, method, path",
         ),
-        ('suppress = "all"\n', "suppress: must be a list of tables ([[suppress]]), not 'all'"),
+        ('suppress = "all"\n', "1: suppress: must be a list of tables ([[suppress]]), not 'all'"),
     ],
 )
-def test_bad_gates_and_suppressions_in_settings_exit_2_naming_the_file(
+def test_bad_gates_and_suppressions_in_settings_exit_2_naming_file_and_line(
     tmp_path: Path, settings: str, error: str
 ) -> None:
     (tmp_path / "cancelwire.toml").write_text(settings)
     proc = run("audit", UNVERIFIED, cwd=tmp_path)
     assert proc.returncode == 2
-    assert proc.stderr == f"cancelwire: error: {tmp_path / 'cancelwire.toml'}: {error}\n"
+    assert proc.stderr == f"cancelwire: error: {tmp_path / 'cancelwire.toml'}:{error}\n"
 
 
 def test_bad_gate_option_is_a_usage_error() -> None:

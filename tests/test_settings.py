@@ -28,36 +28,36 @@ def settings_error(folder: Path, text: str | bytes, name: str = "cancelwire.toml
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("race-window = nan", "FILE: race-window: must be a finite number of seconds >= 0, not nan"),
-        ("race-window = inf", "FILE: race-window: must be a finite number of seconds >= 0, not inf"),
-        ("race-window = -0.1", "FILE: race-window: must be a finite number of seconds >= 0, not -0.1"),
-        ('race-window = "0.1"', "FILE: race-window: must be a number of seconds, not '0.1'"),
-        ("race-window = true", "FILE: race-window: must be a number of seconds, not True"),
-        ("hold = -inf", "FILE: hold: must be a finite number of seconds >= 0, not -inf"),
-        ("max-open = 0", "FILE: max-open: must be at least 1, not 0"),
-        ("max-open = 2.5", "FILE: max-open: must be a whole number, not 2.5"),
-        ('verifying-reads = "get_balance"', "FILE: verifying-reads: must be a table, not 'get_balance'"),
-        ("disabled = []", "FILE: disabled: must be a table, not a list"),
-        ("[verifying-reads]\nt = [1]", 'FILE: verifying-reads.t: must be a list of tool names or "resources/read"'),
-        ('[verifying-reads]\n"a\\u001b[2J" = 3', "FILE: verifying-reads.'a\\x1b[2J': must be a list of tool names"),
-        ("[disabled]\nCW101 = 1", "FILE: disabled.CW101: needs the reason it is off, as text"),
-        ('[disabled]\nCW101 = " "', "FILE: disabled.CW101: needs the reason it is off, as text"),
-        ("[disabled.CW101]\nwhy = 'x'", "FILE: disabled.CW101: needs the reason it is off, as text"),
+        ("race-window = nan", "FILE:1: race-window: must be a finite number of seconds >= 0, not nan"),
+        ("race-window = inf", "FILE:1: race-window: must be a finite number of seconds >= 0, not inf"),
+        ("race-window = -0.1", "FILE:1: race-window: must be a finite number of seconds >= 0, not -0.1"),
+        ('race-window = "0.1"', "FILE:1: race-window: must be a number of seconds, not '0.1'"),
+        ("race-window = true", "FILE:1: race-window: must be a number of seconds, not True"),
+        ("hold = -inf", "FILE:1: hold: must be a finite number of seconds >= 0, not -inf"),
+        ("max-open = 0", "FILE:1: max-open: must be at least 1, not 0"),
+        ("max-open = 2.5", "FILE:1: max-open: must be a whole number, not 2.5"),
+        ('verifying-reads = "get_balance"', "FILE:1: verifying-reads: must be a table, not 'get_balance'"),
+        ("disabled = []", "FILE:1: disabled: must be a table, not a list"),
+        ("[verifying-reads]\nt = [1]", 'FILE:2: verifying-reads.t: must be a list of tool names or "resources/read"'),
+        ('[verifying-reads]\n"a\\u001b[2J" = 3', "FILE:2: verifying-reads.'a\\x1b[2J': must be a list of tool names"),
+        ("[disabled]\nCW101 = 1", "FILE:2: disabled.CW101: needs the reason it is off, as text"),
+        ('[disabled]\nCW101 = " "', "FILE:2: disabled.CW101: needs the reason it is off, as text"),
+        ("[disabled.CW101]\nwhy = 'x'", "FILE:1: disabled.CW101: needs the reason it is off, as text"),
         (
             "race_window = 0.1",
-            "FILE: race_window: unknown setting\n  hint: the settings are: race-window, hold, max-open, "
+            "FILE:1: race_window: unknown setting\n  hint: the settings are: race-window, hold, max-open, "
             "verifying-reads, disabled",
         ),
     ],
 )
-def test_bad_values_name_file_and_key(tmp_path: Path, text: str, message: str) -> None:
+def test_bad_values_name_file_line_and_key(tmp_path: Path, text: str, message: str) -> None:
     assert settings_error(tmp_path, text).startswith(message)
 
 
 def test_deep_nesting_is_a_clear_error(tmp_path: Path) -> None:
     assert settings_error(tmp_path, "x = " + "[" * 50_000) == "FILE: the settings file is nested too deeply to read"
     tables = "".join(f"[{'a.' * n}a]\n" for n in range(0, 3000, 300))
-    assert settings_error(tmp_path, tables) == "FILE: a: unknown setting\n  hint: the settings are: " + (
+    assert settings_error(tmp_path, tables) == "FILE:1: a: unknown setting\n  hint: the settings are: " + (
         "race-window, hold, max-open, verifying-reads, disabled, gates, suppress"
     )
 
@@ -68,12 +68,12 @@ def test_huge_file_and_huge_number_and_bad_encoding(tmp_path: Path) -> None:
     digits = settings_error(tmp_path, "max-open = " + "9" * 5000)
     assert digits.startswith("FILE: not valid TOML: Exceeds the limit (4300 digits) for integer string conversion")
     huge = settings_error(tmp_path, "max-open = -" + "9" * 30)
-    assert huge == "FILE: max-open: must be at least 1, not a number of 100 bits"
+    assert huge == "FILE:1: max-open: must be at least 1, not a number of 100 bits"
     assert settings_error(tmp_path, "max-open = " + "9" * 400) == (
-        f"FILE: max-open: must be at most {2**31 - 1}, not a number of 1329 bits"
+        f"FILE:1: max-open: must be at most {2**31 - 1}, not a number of 1329 bits"
     )
     assert settings_error(tmp_path, "hold = " + "9" * 400) == (
-        "FILE: hold: must be a finite number of seconds >= 0, not a number of 1329 bits"
+        "FILE:1: hold: must be a finite number of seconds >= 0, not a number of 1329 bits"
     )
     assert settings_error(tmp_path, b"race-window = 0.1 # \xff") == "FILE: the settings file is not UTF-8 (byte 20)"
 
@@ -128,7 +128,7 @@ def test_pyproject_table(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"pyproject.toml: tool.cancelwire must be a table, not 'fast'"):
         find_settings(tmp_path)
     project.write_text("[tool.cancelwire]\nrace-window = nan\n")
-    with pytest.raises(ConfigError, match=r"pyproject.toml: tool.cancelwire.race-window: must be a finite"):
+    with pytest.raises(ConfigError, match=r"pyproject.toml:2: tool.cancelwire.race-window: must be a finite"):
         find_settings(tmp_path)
     project.write_text('tool = "not a table"\n')  # not ours to judge: no [tool.cancelwire] here
     assert find_settings(tmp_path) == Settings()
