@@ -1,11 +1,12 @@
-"""Every cancelled call of an audit, with its report form, kept mostly on disk.
+"""Every cancelled call of an audit, with its entry of the JSON report, kept mostly on disk.
 
-The reports need each call as plain data (`forms.cancellation`: about 25 µs a call, most of it its
-timeline); the gates, the datasets and library users need the `CancelledCall` itself. Both are kept, in
-two spools, and each reader reads only its own. The form is made where the call is added: a worker
-process packs its calls with their forms (`pack`), and the merging process appends both pickled batches
-as they are, so with `--jobs N` the conversion runs in the workers, in parallel, and writing the report
-costs reading forms back, not converting 7,000 calls one after another.
+The JSON report lists every call as the JSON text of its form (`forms.cancellation`: about 25 µs a
+call, most of it its timeline, then 3 µs to write); the gates, the datasets, library users and the
+reports people read (which list a few hundred calls at most) need the `CancelledCall` itself. Both are
+kept, in two spools, and each reader reads only its own. The JSON text is made where the call is added:
+a worker process packs its calls with their texts (`pack`), and the merging process appends both
+pickled batches as they are, so with `--jobs N` the conversion runs in the workers, in parallel, and
+writing the JSON report costs reading strings back, not converting 7,000 calls one after another.
 """
 
 from __future__ import annotations
@@ -13,19 +14,23 @@ from __future__ import annotations
 import pickle
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
-from .forms import cancellation
+from .forms import cancellation, listed_json
 from .model import CancelledCall
 from .spool import Spool
 
 
+def json_text(call: CancelledCall) -> str:
+    """CALL as the JSON report lists it."""
+    return listed_json(cancellation(call))
+
+
 @dataclass(frozen=True, slots=True)
 class Packed:
-    """Cancelled calls and their report forms, each pickled as one list in the process that judged them."""
+    """Cancelled calls and their JSON texts, each pickled as one list in the process that judged them."""
 
     calls: bytes
-    forms: bytes
+    texts: bytes
     outcomes: dict[str, int]
     """How many calls have each outcome, in the order first seen (adding up to how many there are)."""
 
@@ -34,7 +39,7 @@ class Packed:
 
 
 def pack(calls: list[CancelledCall]) -> Packed | None:
-    """CALLS with their forms, pickled for a `Cancellations` in another process (None: no calls)."""
+    """CALLS with their JSON texts, pickled for a `Cancellations` in another process (None: no calls)."""
     if not calls:
         return None
     outcomes: dict[str, int] = {}
@@ -42,26 +47,26 @@ def pack(calls: list[CancelledCall]) -> Packed | None:
         outcomes[call.outcome.value] = outcomes.get(call.outcome.value, 0) + 1
     return Packed(
         calls=pickle.dumps(calls, protocol=pickle.HIGHEST_PROTOCOL),
-        forms=pickle.dumps([cancellation(c) for c in calls], protocol=pickle.HIGHEST_PROTOCOL),
+        texts=pickle.dumps([json_text(c) for c in calls], protocol=pickle.HIGHEST_PROTOCOL),
         outcomes=outcomes,
     )
 
 
 class Cancellations:
-    """Cancelled calls in the order added (iterating gives the calls), and their report forms (`forms`)."""
+    """Cancelled calls in the order added (iterating gives the calls), and their JSON texts (`texts`)."""
 
     def __init__(self, in_memory: int = 2000) -> None:
         self._calls: Spool[CancelledCall] = Spool(in_memory)
-        self._forms: Spool[dict[str, Any]] = Spool(in_memory)
+        self._texts: Spool[str] = Spool(in_memory)
 
     def append(self, call: CancelledCall) -> None:
         self._calls.append(call)
-        self._forms.append(cancellation(call))
+        self._texts.append(json_text(call))
 
     def extend_packed(self, packed: Packed) -> None:
         """Calls packed elsewhere, after those added so far, never unpickled here until read."""
         self._calls.extend_pickled(packed.calls, len(packed))
-        self._forms.extend_pickled(packed.forms, len(packed))
+        self._texts.extend_pickled(packed.texts, len(packed))
 
     def __len__(self) -> int:
         return len(self._calls)
@@ -69,12 +74,10 @@ class Cancellations:
     def __iter__(self) -> Iterator[CancelledCall]:
         return iter(self._calls)
 
-    def forms(self) -> Iterable[dict[str, Any]]:
-        """Each call's report form, in order (re-iterable). Every pass reads new dicts from disk, so a
-        report may add to them (the HTML page numbers and anchors its calls) without another seeing it."""
-        self._forms.flush()
-        return self._forms
+    def texts(self) -> Iterable[str]:
+        """Each call as the JSON report lists it (`json_text`), in order (re-iterable)."""
+        return self._texts
 
     def close(self) -> None:
         self._calls.close()
-        self._forms.close()
+        self._texts.close()

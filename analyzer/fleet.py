@@ -70,7 +70,7 @@ Task = tuple[Work, ...]
 @dataclass(frozen=True, slots=True)
 class Done:
     """A task's partials in input order; from a worker, with their cancelled calls taken out and packed
-    together (`partial.pack_calls`: one pickle of calls and one of report forms per task)."""
+    together (`partial.pack_calls`: one pickle of calls and one of their JSON texts per task)."""
 
     parts: list[Partial]
     calls: Packed | None = None

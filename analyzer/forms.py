@@ -1,9 +1,10 @@
 """What the reports say about a cancelled call (or any request), as plain JSON-ready data.
 
-A cancelled call's form is made once, where the call was judged (`cancellations.Cancellations`): in the
-worker process that audited its input when the audit runs in parallel, so the process that writes the
-reports only copies the forms, and `--jobs 1`, `--jobs N` and Dask give the same bytes because they run
-this same code. Nothing here renders: report.py, the templates and diagram.py read these dicts.
+The JSON report's entry of a cancelled call (`listed_json` of its form) is made once, where the call was
+judged (`cancellations.Cancellations`): in the worker process that audited its input when the audit runs
+in parallel, so the process that writes the report only copies text, and `--jobs 1`, `--jobs N` and Dask
+give the same bytes because they run this same code. Nothing here renders: report.py, the templates and
+diagram.py read these dicts.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+from . import jsonrpc
 from .model import CancelledCall, Mark, Origin, Relation, RequestTimeline
 
 
@@ -59,6 +61,11 @@ def time_text(ts: float | None) -> str | None:
         return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     except (OverflowError, OSError, ValueError):
         return None
+
+
+def listed_json(value: Any) -> str:
+    """VALUE as the JSON report writes an item of its lists (2-space indentation, four spaces in)."""
+    return jsonrpc.dumps(value, indent=True).decode().replace("\n", "\n    ")
 
 
 def cancellation(c: CancelledCall) -> dict[str, Any]:

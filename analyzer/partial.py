@@ -80,7 +80,7 @@ class Partial:
 
 def pack_calls(parts: list[Partial]) -> Packed | None:
     """The cancelled calls of consecutive partials (one task's inputs), taken out of them and packed
-    with their report forms in one pickle each, in the worker that judged them: the merging process
+    with their JSON texts in one pickle each, in the worker that judged them: the merging process
     then appends the bytes to its spools (`Merged.add_packed`, after the partials) instead of
     converting each call, or unpickling it and pickling it again."""
     calls = [call for part in parts for call in part.cancellations]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, TextIO, TypeVar
 from . import __version__, jsonrpc
 from .baseline import FindingPrints
 from .catalog import load_catalog
-from .forms import display_filter, origin_dict, time_text
+from .forms import cancellation, display_filter, listed_json, origin_dict, time_text
 from .gates import Triage
 from .model import Finding, Session
 from .results import AuditResult, HowMade
@@ -178,7 +178,8 @@ def _unreported(result: AuditResult) -> list[str]:
 class _Listed(Generic[T]):
     """A list of the report converted one item at a time from the audit's spools (re-iterable), so
     memory follows one item, not all of them: every item, or for the reports people read the first
-    `per_key` of each key (rule for findings, outcome for cancelled calls)."""
+    `per_key` of each key (rule for findings, outcome for cancelled calls). TEXTS: every item as the
+    JSON report lists it, when the audit made them already (`listed_json` of each converted item)."""
 
     def __init__(
         self,
@@ -187,8 +188,10 @@ class _Listed(Generic[T]):
         key: Callable[[T], str],
         counts: Mapping[str, int],
         per_key: int | None,
+        texts: Iterable[str] | None = None,
     ) -> None:
         self.items, self.convert, self.key, self.counts, self.per_key = items, convert, key, counts, per_key
+        self._texts = texts
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         if self.per_key is None:  # everything the spool holds, whatever the counts say
@@ -205,6 +208,10 @@ class _Listed(Generic[T]):
             if shown[key] <= self.per_key:
                 left -= 1
                 yield convert(item)
+
+    def texts(self) -> Iterable[str]:
+        """Every item as the JSON report lists it."""
+        return self._texts if self._texts is not None else map(listed_json, self)
 
     def __len__(self) -> int:
         return sum(min(n, self.per_key) if self.per_key is not None else n for n in self.counts.values())
@@ -239,11 +246,6 @@ def _run(made: HowMade) -> dict[str, Any]:
     }
 
 
-def _as_made(form: dict[str, Any]) -> dict[str, Any]:
-    """A cancelled call's report form is made when the call is judged (cancellations.py)."""
-    return form
-
-
 def _shown(fmt: str) -> tuple[int | None, int | None]:
     """How many findings of each rule and cancelled calls of each outcome the `fmt` report lists."""
     if fmt == "json":
@@ -260,7 +262,12 @@ def _build(result: AuditResult, fmt: str) -> dict[str, Any]:
     counts = result.counts()
     findings = _Listed(result.findings, lambda: _findings(result.sessions), lambda f: f.rule, counts["rule"], per_rule)
     cancellations = _Listed(
-        result.cancellations.forms(), lambda: _as_made, lambda c: c["outcome"], counts["outcome"], per_outcome
+        result.cancellations,
+        lambda: cancellation,
+        lambda c: c.outcome.value,
+        counts["outcome"],
+        per_outcome,
+        texts=result.cancellations.texts(),
     )
     report = {
         "schema_version": SCHEMA_VERSION,
@@ -344,19 +351,15 @@ def write(
 
 def _write_json(report: dict[str, Any], out: TextIO) -> None:
     """The JSON report, key by key; cancellations and findings one at a time (2-space indentation)."""
-
-    def dump(value: Any, indent: str) -> str:
-        return jsonrpc.dumps(value, indent=True).decode().replace("\n", "\n" + indent)
-
     out.write("{\n")
     for position, (key, value) in enumerate(report.items()):
         out.write(f'  "{key}": ')
         if isinstance(value, _Listed):
             out.write("[")
-            for index, item in enumerate(value):
-                out.write(("," if index else "") + "\n    " + dump(item, "    "))
+            for index, text in enumerate(value.texts()):
+                out.write(("," if index else "") + "\n    " + text)
             out.write("\n  ]" if len(value) else "]")
         else:
-            out.write(dump(value, "  "))
+            out.write(jsonrpc.dumps(value, indent=True).decode().replace("\n", "\n  "))
         out.write(",\n" if position < len(report) - 1 else "\n")
     out.write("}\n")

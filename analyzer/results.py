@@ -113,7 +113,7 @@ class AuditResult:
     sessions: tuple[Session, ...]
     findings: Findings
     cancellations: Cancellations
-    """Every cancelled call with its timeline (and its report form); kept mostly on disk (one pass at a time)."""
+    """Every cancelled call with its timeline (and its JSON text); kept mostly on disk (one pass at a time)."""
     outcomes: Counter[str]
     """Cancelled calls per outcome, counted as they were classified (no pass over the spool)."""
     skips: tuple[Skip, ...]

@@ -24,17 +24,15 @@ class Spool(Generic[T]):
     def append(self, item: T) -> None:
         self._items.append(item)
         if len(self._items) >= self.in_memory:
-            self.flush()
+            self._flush()
 
     def extend_pickled(self, batch: bytes, count: int) -> None:
         """COUNT items that another process pickled as one list (`pickle.dumps`), after those appended
         so far: written to disk as they are, never unpickled here until read."""
-        self.flush()
+        self._flush()
         self._write(batch, count)
 
-    def flush(self) -> None:
-        """Write the items held in memory to disk: until more are appended, every pass over the spool
-        gives new objects (none shared with an earlier pass)."""
+    def _flush(self) -> None:
         if self._items:
             self._write(pickle.dumps(self._items, protocol=pickle.HIGHEST_PROTOCOL), len(self._items))
             self._items = []

@@ -195,7 +195,7 @@ def test_a_task_packs_its_inputs_cancelled_calls_once_in_input_order(tmp_path: P
     serial = [call for work in works for call in fleet.run_work(work, context).cancellations]
     assert [(c.session_key, c.request_id) for c in serial] == [(p.name, i) for p in paths for i in (1, 2)]
     assert pickle.loads(done.calls.calls) == serial
-    assert pickle.loads(done.calls.forms) == [forms.cancellation(c) for c in serial]
+    assert pickle.loads(done.calls.texts) == [forms.listed_json(forms.cancellation(c)) for c in serial]
 
 
 def test_a_json_audit_loads_no_template_engine_nor_xml_library(tmp_path: Path) -> None:
