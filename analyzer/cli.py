@@ -30,7 +30,7 @@ from .fleet import Fleet
 from .formats import Output, OutputSpecError, plan, write
 from .gates import Triage
 from .model import Severity
-from .outputs import STEP_SUMMARY, AtomicOutput, refuse_inputs
+from .outputs import STEP_SUMMARY, AtomicOutput, refuse_folder_in_inputs, refuse_inputs
 from .policy import gate_option, parse_gates
 from .progress import progress_bar
 from .results import AuditResult, ExitStatus
@@ -160,6 +160,8 @@ def _audit(args: argparse.Namespace) -> int:
         raise CancelwireError(str(exc)) from None
     targets = audit_run.output_targets(args, reports, os.environ)
     refuse_inputs(targets, [*args.paths, *([args.keylog] if args.keylog else [])])
+    if args.dataset:
+        refuse_folder_in_inputs("--dataset", args.dataset, args.paths)
     audit_run.check_step_summary(targets)
     # checked before the audit, so a typo does not cost a long run
     gates = parse_gates({**settings.gates, **dict(map(gate_option, args.gate))}, "--gate")

@@ -56,6 +56,21 @@ def refuse_inputs(outputs: Iterable[tuple[str, Path]], inputs: Iterable[str | Pa
                 )
 
 
+def refuse_folder_in_inputs(option: str, folder: Path, inputs: Iterable[str | Path]) -> None:
+    """Raise OutputError when FOLDER (`--dataset`) is an input folder or inside one: its new files would
+    be walked as recordings by the next audit of that folder."""
+    where = Path(os.path.realpath(folder))
+    for given in inputs:
+        if str(given) == "-" or not os.path.isdir(given):
+            continue
+        top = Path(os.path.realpath(given))
+        if where == top or top in where.parents:
+            raise OutputError(
+                f"{folder}: {option} is inside an input folder ({given})",
+                "write it somewhere else; cancelwire never writes into what it audits",
+            )
+
+
 def _identity(path: Path) -> tuple[int, int] | None:
     """Device and inode of a regular file (through symlinks); None when there is none."""
     try:

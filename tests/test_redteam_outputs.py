@@ -242,3 +242,19 @@ def test_a_baseline_version_must_be_the_integer(tmp_path: Path, version: str) ->
         f"cancelwire: error: {path}:1: not a cancelwire baseline of format 1 (found {found})",
         "  hint: upgrade cancelwire",
     ]
+
+
+@pytest.mark.parametrize("inside", [".", "audits", "audits/nightly"])
+def test_a_dataset_inside_an_input_folder_is_refused(tmp_path: Path, inside: str) -> None:
+    """Before, the Parquet files went into the folder being audited, and its next audit walked them."""
+    folder = tmp_path / "recordings"
+    folder.mkdir()
+    (folder / "session.jsonl").write_bytes(SAMPLE.read_bytes())
+    dataset = folder / inside
+    proc = run("audit", str(folder), "--dataset", str(dataset))
+    assert proc.returncode == 2, proc
+    assert proc.stderr.splitlines() == [
+        f"cancelwire: error: {dataset}: --dataset is inside an input folder ({folder})",
+        "  hint: write it somewhere else; cancelwire never writes into what it audits",
+    ]
+    assert sorted(p.name for p in folder.iterdir()) == ["session.jsonl"]

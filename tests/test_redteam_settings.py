@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cancelwire import fleet
 from cancelwire.toml_lines import line_of
 
 SCRIPT = Path(sys.executable).parent / "cancelwire"
@@ -101,3 +102,11 @@ def test_argparse_messages_show_what_was_typed_inertly(tmp_path: Path) -> None:
     proc = run(tmp_path, "--\x1b]0;pwn\x07\x1b[2J")
     assert proc.returncode == 2, proc
     assert proc.stderr.splitlines()[-1] == "cancelwire: error: unrecognized arguments: --\\x1b]0;pwn\\x07\\x1b[2J"
+
+
+def test_jobs_never_start_more_than_four_workers_per_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--jobs 20000` over 20,000 recordings started 20,000 processes; the reports are the same with fewer."""
+    monkeypatch.setattr(fleet, "cores", lambda: 2)
+    assert [fleet.workers(n, 20_000) for n in (1, 2, 8, 9, 20_000, 2**31 - 1)] == [1, 2, 8, 8, 8, 8]
+    assert [fleet.workers(20_000, n) for n in (1, 3)] == [1, 3]
+    assert fleet.workers(None, 20_000) == 2
