@@ -88,6 +88,13 @@ class _Parser(argparse.ArgumentParser):
         super().error(inert.terminal(message))
 
 
+def _file_name(text: str) -> str:
+    """`-o`: an empty name (`-o "$UNSET"` in a CI script) is an error, not the report on stdout."""
+    if not text:
+        raise argparse.ArgumentTypeError("needs a file name (or - for standard output), not an empty one")
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="cancelwire", description="Audit recorded MCP sessions for what happens around cancellation.")
     parser.add_argument("--version", action="version", version=f"cancelwire {__version__}")
@@ -119,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("old", type=Path, metavar="OLD.json", help="the audit before (--format json)")
     c.add_argument("new", type=Path, metavar="NEW.json", help="the audit after")
     c.add_argument("--format", choices=("text", "md", "html", "json"), default="text", help="(default: text)")
-    c.add_argument("-o", "--output", metavar="FILE", help="write it here (default: stdout)")
+    c.add_argument("-o", "--output", type=_file_name, metavar="FILE", help="write it here (default: stdout)")
     color_option(c)
     _debug(c, argparse.SUPPRESS)
 
@@ -132,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _audit_parser(a: argparse.ArgumentParser) -> None:
     a.add_argument("paths", nargs="+", metavar="PATH", help="files or directories ('-' for stdin); .gz accepted")
     a.add_argument("--format", choices=FORMATS, help="report format (default: text)")
-    a.add_argument("-o", "--output", metavar="FILE", help="write the report here (default: stdout)")
+    a.add_argument("-o", "--output", type=_file_name, metavar="FILE", help="write the report here (default: stdout)")
     a.add_argument(
         "--report", action="append", default=[], metavar="FORMAT=FILE", help="one more output (FILE - is stdout)"
     )

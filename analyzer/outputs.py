@@ -95,7 +95,7 @@ def open_nonblocking(path: Path, flags: int, what: str) -> int:
     try:
         fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC, 0o666)
     except OSError as exc:
-        if exc.errno == errno.ENXIO:
+        if exc.errno == errno.ENXIO and stat.S_ISFIFO(_mode(path) or 0):  # a device says ENXIO for itself
             raise OutputError(
                 f"{path}: cannot write {what}: it is a FIFO that nobody reads",
                 "start its reader first; cancelwire never waits for one",

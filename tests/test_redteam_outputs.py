@@ -258,3 +258,22 @@ def test_a_dataset_inside_an_input_folder_is_refused(tmp_path: Path, inside: str
         "  hint: write it somewhere else; cancelwire never writes into what it audits",
     ]
     assert sorted(p.name for p in folder.iterdir()) == ["session.jsonl"]
+
+
+@pytest.mark.parametrize("command", [["audit", str(SAMPLE)], ["diff", str(SAMPLE), str(SAMPLE)]])
+def test_an_empty_output_name_is_a_usage_error_not_standard_output(command: list[str]) -> None:
+    """`-o "$REPORT"` with the variable unset printed the report and wrote no file."""
+    proc = run(*command, "-o", "")
+    assert proc.returncode == 2, proc
+    assert proc.stderr.splitlines()[-1] == (
+        f"cancelwire {command[0]}: error: argument -o/--output: needs a file name (or - for standard output), "
+        "not an empty one"
+    )
+    assert proc.stdout == ""
+
+
+def test_a_device_that_is_not_there_is_named_as_such_not_as_a_fifo() -> None:
+    """/dev/tty without a controlling terminal answers ENXIO, as a FIFO with no reader does."""
+    proc = run("audit", str(SAMPLE), "-o", "/dev/tty", start_new_session=True, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2, proc
+    assert proc.stderr == "cancelwire: error: /dev/tty: cannot write the -o output: No such device or address\n"
