@@ -18,9 +18,11 @@ past MAX_TASKS the oldest tasks are forgotten, and a call still kept for one is 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from . import holds
+from .entrylog import message_entry
 from .model import (
     Anomaly,
     CancelInfo,
@@ -233,17 +235,9 @@ def _status_seen(
 def _entry(
     kind: EntryKind, side: Side, event: MessageEvent, method: str | None, status: str | None = None
 ) -> TimelineEntry:
-    return TimelineEntry(
-        kind=kind,
-        side=side,
-        seq=event.seq,
-        ts=event.ts,
-        origin=event.origin,
-        stream=event.stream,
-        method=method,
-        excerpt=event.message.excerpt,
-        status=status,
-    )
+    """A task message's entry: a message's, with the method it concerns (a reply carries none) and the
+    status it reports."""
+    return replace(message_entry(kind, side, event), method=method, status=status)
 
 
 def _tasks(session: SessionState) -> SessionTasks:
