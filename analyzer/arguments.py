@@ -8,6 +8,7 @@ usage error (exit 2) that names the option, the same checks the settings file ge
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn, TypeVar
@@ -89,9 +90,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _file_name(text: str) -> str:
-    """`-o`: an empty name (`-o "$UNSET"` in a CI script) is an error, not the report on stdout."""
+    """`-o`: an empty name (`-o "$UNSET"` in a CI script) is an error, not the report on stdout; so is a
+    name ending in a slash (`-o reports/`)."""
     if not text:
         raise argparse.ArgumentTypeError("needs a file name (or - for standard output), not an empty one")
+    if text.endswith(os.sep):  # Path() would drop the slash and write a file named like the folder
+        raise argparse.ArgumentTypeError(f"needs a file name, not a folder: {text!r}")
     return text
 
 

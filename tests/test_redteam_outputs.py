@@ -277,3 +277,13 @@ def test_a_device_that_is_not_there_is_named_as_such_not_as_a_fifo() -> None:
     proc = run("audit", str(SAMPLE), "-o", "/dev/tty", start_new_session=True, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2, proc
     assert proc.stderr == "cancelwire: error: /dev/tty: cannot write the -o output: No such device or address\n"
+
+
+def test_an_output_name_ending_in_a_slash_is_a_usage_error(tmp_path: Path) -> None:
+    """`-o reports/` wrote a file named `reports` (Path drops the slash)."""
+    proc = run("audit", str(SAMPLE), "-o", f"{tmp_path}/reports/")
+    assert proc.returncode == 2, proc
+    assert proc.stderr.splitlines()[-1] == (
+        f"cancelwire audit: error: argument -o/--output: needs a file name, not a folder: '{tmp_path}/reports/'"
+    )
+    assert list(tmp_path.iterdir()) == []
