@@ -95,10 +95,12 @@ def test_the_last_line_is_kept_however_long_writing_it_takes(tmp_path: Path, mon
     host = Host(None)
 
     def close_stdin_once_stdout_ended() -> None:
-        while not pumps:
-            time.sleep(0.01)
-        pumps[0].ended.wait(HANG_GUARD)
-        host.close_stdin()
+        try:
+            while not pumps:
+                time.sleep(0.01)
+            pumps[0].ended.wait(HANG_GUARD)
+        finally:  # whatever happens here, the server is let go: the test fails, it never hangs
+            host.close_stdin()
 
     threading.Thread(target=close_stdin_once_stdout_ended, daemon=True).start()
     child = python_child(
