@@ -206,7 +206,7 @@ class HttpCapture:
         else:
             conn.http.server_broken = True
 
-    def _fin(self, conn: Conn, from_client: bool, at: tuple[int, float]) -> None:
+    def _fin(self, conn: Conn, from_client: bool, at: tuple[int, float | None]) -> None:
         if conn.h2 is not None:
             self.h2.fin(conn, from_client, at)
             return

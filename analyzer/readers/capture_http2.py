@@ -63,7 +63,7 @@ class Http2Capture:
         self._events(conn, events)
         self.bytes(conn, False, rest)
 
-    def fin(self, conn: Conn, from_client: bool, at: tuple[int, float]) -> None:
+    def fin(self, conn: Conn, from_client: bool, at: tuple[int, float | None]) -> None:
         """A FIN: the client leaving closes every open stream; the server's cuts them."""
         for ex in self._open(conn):
             if from_client:
@@ -183,7 +183,7 @@ class Http2Capture:
         )
 
     def _cut(
-        self, conn: Conn, ex: Exchange, kind: TransportKind, detail: str, how: str, at: tuple[int, float] | None
+        self, conn: Conn, ex: Exchange, kind: TransportKind, detail: str, how: str, at: tuple[int, float | None] | None
     ) -> None:
         """The stream ends without its response: said (unless the client had closed it already), and
         what its body held so far is judged."""

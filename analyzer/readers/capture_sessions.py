@@ -69,7 +69,7 @@ class Exchange:
     server: Endpoint
     key: str | None = None
     """The session key; None while it is not known (events are held)."""
-    held: list[tuple[int, float, Build]] = field(default_factory=list)
+    held: list[tuple[int, float | None, Build]] = field(default_factory=list)
     waits_for: WaitsFor = WaitsFor.NOTHING
     status: int = 0
     sse: SseParser | None = None
@@ -162,14 +162,14 @@ class Sessions:
     def for_exchange(self, ex: Exchange, build: Build) -> None:
         """Emit an exchange's event now, or hold it while its session is not known yet."""
         if ex.key is None:
-            ex.held.append((self.frame, self.ts or 0.0, build))
+            ex.held.append((self.frame, self.ts, build))
             if len(ex.held) > MAX_HELD_EVENTS:
                 self.resolve(ex, None)
             return
         self.emit(ex.key, self.frame, self.ts, build)
 
     def transport(
-        self, ex: Exchange, kind: TransportKind, detail: str = "", *, at: tuple[int, float] | None = None
+        self, ex: Exchange, kind: TransportKind, detail: str = "", *, at: tuple[int, float | None] | None = None
     ) -> None:
         """A transport event of the exchange at the current frame, or `at` (frame, ts) of an earlier one."""
         ts, origin, stream = self.ts, self.origin(), ex.id

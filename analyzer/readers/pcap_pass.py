@@ -31,6 +31,7 @@ from ..model import Event, Vantage
 from .base import InputSource, ReadOptions
 from .capture_http import Conn, ConnKind, HttpCapture, looks_http, looks_http_server
 from .capture_sessions import Sessions
+from .events import IMPLAUSIBLE_TIME
 from .http2_joined import starts_with_frames
 from .tcp import SYN, TcpConnection, client_by_handshake
 from .tshark_fields import INSTALL_HINT, Frame, parse_line, tshark_command
@@ -53,6 +54,8 @@ class CapturePass:
         self.http_conns = 0
         self.encrypted: set[int] = set()
         """TLS connections with no decrypted byte (so far)."""
+        self.untimed: tuple[int, int, str] | None = None
+        """Frames whose time cannot be a clock reading: (count, first frame, its time as tshark gave it)."""
         self.cut: list[int] = [0, 0, 0, 0]
         """Frames whose payload the snaplen cut: [count, first frame, its captured bytes, its tcp.len]."""
 
@@ -86,6 +89,8 @@ class CapturePass:
                     sessions.frame = parsed
                     continue
                 sessions.frame, sessions.ts = parsed.number, parsed.ts
+                if parsed.ts is None:
+                    self._untimed(parsed.number, line)
                 self._frame(parsed)
                 if out:
                     yield from out
@@ -181,6 +186,13 @@ class CapturePass:
         if conn.kind is ConnKind.TLS_HTTP:
             self.http.bytes(conn, from_client, chunk)
 
+    def _untimed(self, number: int, line: bytes) -> None:
+        if self.untimed is None:
+            shown = line.split(b"\t", 2)[1][:40].decode("ascii", "replace")
+            self.untimed = (1, number, shown)
+        else:
+            self.untimed = (self.untimed[0] + 1, *self.untimed[1:])
+
     def _cut(self, f: Frame) -> None:
         if not self.cut[0]:
             self.cut[1:] = [f.number, len(f.payload), f.length]
@@ -199,6 +211,15 @@ class CapturePass:
                 else "no keylog file was given (--keylog SSLKEYLOGFILE)"
             )
             self.sessions.anomaly(None, "capture.encrypted", f"TLS on tcp streams {streams} was skipped: {why}")
+        if self.untimed is not None:
+            count, first, shown = self.untimed
+            self.sessions.anomaly(
+                None,
+                IMPLAUSIBLE_TIME,
+                f"{count} frame(s) have a time that cannot be a clock reading (before 1970 or after 2106), the "
+                f"first frame {first} ({shown} s since 1970); their events are kept without a time",
+                frame=first,
+            )
         if self.cut[0]:
             count, first, captured, length = self.cut
             unread = "; no JSON-RPC message could be read" if self.http.bodies.messages == 0 else ""

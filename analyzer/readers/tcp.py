@@ -65,7 +65,7 @@ class Closed:
     from_client: bool
     frame: int
     """The frame that carried the FIN (not necessarily the one being read)."""
-    ts: float
+    ts: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +121,7 @@ class Flow:
     """A FIN was seen (it may still wait for bytes before it: `closed` says when it took effect)."""
     fin_seq: int = 0
     fin_frame: int = 0
-    fin_ts: float = 0.0
+    fin_ts: float | None = None
     closed: bool = False
     gap: bool = False
     """Bytes were lost in this direction: what follows is not read."""
@@ -156,7 +156,7 @@ class Flow:
         self._push(seq, data, frame, out)
         self._drain(out)
 
-    def take_fin(self, seq: int, frame: int, ts: float, out: list[TcpEvent]) -> None:
+    def take_fin(self, seq: int, frame: int, ts: float | None, out: list[TcpEvent]) -> None:
         """A FIN at `seq` (after the segment's payload): it takes effect once the bytes before it are in."""
         if self.fin:
             return

@@ -21,6 +21,7 @@ from ..model import (
     TransportKind,
     Vantage,
 )
+from ..timestamps import EARLIEST, LATEST, plausible
 from ..transcript_format import FORMAT_VERSION, HEADER_KEY
 from .base import InputSource, ReadOptions
 from .events import EventFactory
@@ -54,6 +55,7 @@ class TranscriptReader:
         directions = DIRECTIONS
         simple = factory.simple_message
         header_key = HEADER_KEY
+        earliest, latest = EARLIEST, LATEST
         with source.open_binary(options.inflate) as stream:
             # Hot path: one orjson parse of the record and one of its `line`, then straight to the
             # message event. Anything unusual (a special line, a header, an event record, a line that
@@ -83,10 +85,12 @@ class TranscriptReader:
                                 ts = record.get("ts")
                                 if ts.__class__ is not float:
                                     ts = _ts(ts)
-                                simple_event = simple(text, number, ts, key, side)
-                                if simple_event is not None:
-                                    yield simple_event
-                                    continue
+                                # a time no clock reads (year 9999, negative) takes the general path, which names it
+                                if ts is None or earliest <= ts < latest:
+                                    simple_event = simple(text, number, ts, key, side)
+                                    if simple_event is not None:
+                                        yield simple_event
+                                        continue
                     for event in self._parsed(source, factory, key, number, False, record, started, options):
                         if event.__class__ is SessionStart:
                             started = True
@@ -172,9 +176,10 @@ class TranscriptReader:
             problems.append("header: command must be a list of strings; not used")
             command = None
         label = _text(header, "label", problems) or (" ".join(command) if command else None)
+        ts = _ts(header.get("ts"))
         yield SessionStart(
             factory.next_seq(),
-            _ts(header.get("ts")),
+            ts if ts is None or plausible(ts) else None,
             factory.origin(line),
             source.name,
             transport,
@@ -183,6 +188,8 @@ class TranscriptReader:
             label=label,
             revision=_text(header, "revision", problems),
         )
+        if ts is not None and not plausible(ts):
+            yield factory.implausible_time(line, source.name, ts)
         for problem in problems:
             yield factory.anomaly(line, None, source.name, "input.bad-record", problem)
 
@@ -191,6 +198,9 @@ class TranscriptReader:
     ) -> Iterator[Event]:
         ts = _ts(record.get("ts"))
         if "event" in record:
+            if ts is not None and not plausible(ts):
+                yield factory.implausible_time(line, key, ts)
+                ts = None
             if record["event"] == "process-exited":
                 yield TransportEvent(
                     factory.next_seq(),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ToolMissingError
+from ..timestamps import EARLIEST, LATEST
 
 INSTALL_HINT = "install it: sudo apt-get install tshark (Debian/Ubuntu), or Wireshark's installer elsewhere"
 MIN_TSHARK = (3, 6)
@@ -111,7 +112,8 @@ def tshark_command(tshark: str, capture: Path, keylog: Path | None) -> list[str]
 @dataclass(frozen=True, slots=True)
 class Frame:
     number: int
-    ts: float
+    ts: float | None
+    """Seconds since 1970; None when the capture's time for the frame cannot be a clock reading."""
     stream: int
     src: str
     dst: str
@@ -141,9 +143,10 @@ def parse_line(line: bytes) -> Frame | int | None:
     first = [c.split(b",", 1)[0] for c in cols[:15]] if b"," in line else cols
     try:
         payload = binascii.a2b_hex(first[14]) if first[14] else b""
+        ts = float(first[1])
         return Frame(
             number,
-            float(first[1]),
+            ts if EARLIEST <= ts < LATEST else None,  # the pass names frames without a time
             int(first[2]),
             (first[3] or first[4]).decode(),
             (first[5] or first[6]).decode(),

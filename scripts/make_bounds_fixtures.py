@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Writes the hostile stdio-transcript and capture reproducers of the bounds helper into tests/corpus/
+(each with its `.expect.toml`), and the fixtures of the rules it added (tests/rules/<slug>/).
+
+Transcripts are rendered from plain data here, never edited by hand. Captures are real samples from
+sample_captures/ with single pcapng blocks rewritten by `Pcapng` below (a frame's time, a frame's
+captured length), so a reader of this script sees exactly what each fixture changed and why.
+Regenerate with `.venv/bin/python scripts/make_bounds_fixtures.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "tests" / "corpus"
+RULES = ROOT / "tests" / "rules"
+CANCEL_SAMPLE = ROOT / "sample_captures" / "http" / "sdk-http-cancel-notification.pcapng"
+"""A POST tools/call (id 3) cancelled by a notification in frame 70, its late result in frame 77."""
+
+Message = dict[str, Any]
+T0 = 1_796_227_626.0
+"""2026-12-02: when the sessions below were 'recorded'."""
+
+
+def req(i: int, method: str, params: Message | None = None) -> Message:
+    return {"jsonrpc": "2.0", "id": i, "method": method, "params": params or {}}
+
+
+def res(i: int, result: Message | None = None) -> Message:
+    return {"jsonrpc": "2.0", "id": i, "result": result or {}}
+
+
+INIT = req(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c"}})
+INIT_OK = res(1, {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}})
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+CALL = req(2, "tools/call", {"name": "slow", "arguments": {}, "_meta": {"progressToken": "t2"}})
+PROGRESS = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "t2", "progress": 1}}
+CANCEL = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
+SESSION: list[tuple[str, Message]] = [("c2s", INIT), ("s2c", INIT_OK), ("c2s", INITIALIZED), ("c2s", CALL)]
+SESSION += [("s2c", PROGRESS), ("c2s", CANCEL), ("s2c", res(2, {"content": []}))]
+"""A handshake, a call with progress, its cancel and a late reply: lines 2-8 of a transcript."""
+
+
+def header(ts: Any = T0) -> Message:
+    return {"cancelwire_transcript": 1, "transport": "stdio", "vantage": "proxy", "ts": ts}
+
+
+def record(direction: str, message: Message | str, ts: Any) -> Message:
+    line = message if isinstance(message, str) else json.dumps(message, separators=(",", ":"))
+    return {"ts": ts, "dir": direction, "line": line}
+
+
+def transcript(stamps: dict[int, Any] | None = None, *, head: Message | None = None, exit_ts: Any = None) -> bytes:
+    """The session as `cancelwire record` writes it; `stamps` replaces the time of a line (2-8)."""
+    stamps = stamps or {}
+    rows = [head or header()]
+    for n, (direction, message) in enumerate(SESSION, start=2):
+        rows.append(record(direction, message, stamps.get(n, T0 + n / 10)))
+    rows.append({"ts": T0 + 1 if exit_ts is None else exit_ts, "event": "process-exited", "status": 0})
+    return b"".join(json.dumps(row).encode() + b"\n" for row in rows)
+
+
+def write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def expect(path: Path, **keys: Any) -> None:
+    lines = []
+    for key, value in keys.items():
+        lines.append(f"{key} = {json.dumps(value)}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+# -- pcapng -------------------------------------------------------------------------------------------
+
+
+class Pcapng:
+    """The blocks of a little-endian pcapng with one interface: enough to rewrite a frame's time or cut
+    its captured bytes (Enhanced Packet Blocks only, as dumpcap writes them)."""
+
+    def __init__(self, data: bytes) -> None:
+        assert data[:4] == b"\x0a\x0d\x0d\x0a" and data[8:12] == b"\x4d\x3c\x2b\x1a", "little-endian pcapng"
+        self.blocks: list[bytearray] = []
+        self.units = 10**6  # the default if_tsresol
+        at = 0
+        while at < len(data):
+            kind, size = struct.unpack_from("<II", data, at)
+            block = bytearray(data[at : at + size])
+            if kind == 1:
+                self.units = self._tsresol(block) or self.units
+            self.blocks.append(block)
+            at += size
+
+    @staticmethod
+    def _tsresol(block: bytearray) -> int | None:
+        at = 16
+        while at + 4 <= len(block) - 4:
+            code, size = struct.unpack_from("<HH", block, at)
+            if code == 0:
+                return None
+            if code == 9:
+                value = block[at + 4]
+                return 2 ** (value & 0x7F) if value & 0x80 else 10 ** (value & 0x7F)
+            at += 4 + (size + 3) // 4 * 4
+        return None
+
+    def frames(self) -> list[bytearray]:
+        return [b for b in self.blocks if struct.unpack_from("<I", b, 0)[0] == 6]
+
+    def time(self, number: int) -> float:
+        high, low = struct.unpack_from("<II", self.frames()[number - 1], 12)
+        return ((high << 32) | low) / self.units
+
+    def set_time(self, number: int, seconds: float) -> None:
+        units = int(seconds * self.units)
+        struct.pack_into("<II", self.frames()[number - 1], 12, units >> 32, units & 0xFFFFFFFF)
+
+    def cut(self, number: int, keep: int) -> None:
+        """Frame `number` keeps its first `keep` captured bytes (its original length says what was sent)."""
+        frames = self.frames()
+        block = frames[number - 1]
+        captured = struct.unpack_from("<I", block, 20)[0]
+        assert keep < captured
+        options = block[28 + (captured + 3) // 4 * 4 : -4]
+        data = bytes(block[28 : 28 + keep]).ljust((keep + 3) // 4 * 4, b"\0")
+        body = bytes(block[8:20]) + struct.pack("<II", keep, struct.unpack_from("<I", block, 24)[0]) + data + options
+        size = 12 + len(body)
+        new = struct.pack("<II", 6, size) + body + struct.pack("<I", size)
+        self.blocks[self.blocks.index(block)] = bytearray(new)
+
+    def data(self) -> bytes:
+        return b"".join(bytes(b) for b in self.blocks)
+
+
+# -- the fixtures -------------------------------------------------------------------------------------
+
+
+def implausible_transcript_times() -> None:
+    """Each kind of record of a transcript with a time no clock reads: the header (year 9999), the
+    progress (negative), the late reply (1e308) and the process's exit (10**30)."""
+    folder = CORPUS / "transcript"
+    data = transcript({5: -5e9, 8: 1e308}, head=header(253_402_300_799.0), exit_ts=10**30)
+    write(folder / "times-implausible.jsonl", data)
+    expect(
+        folder / "times-implausible.expect.toml",
+        why='the fast path took year 9999, negative and 1e308 times: "crossed the cancel 1e308 s after it"',
+        owner="bounds (readers/transcript)",
+        exit=0,
+        findings=["implausible-time", "late-result-race"],
+    )
+
+
+def implausible_frame_time() -> None:
+    """The capture's late result (frame 77) stamped in year 2500."""
+    capture = Pcapng(CANCEL_SAMPLE.read_bytes())
+    capture.set_time(77, 16_725_225_600.5)  # 2500-01-01: nanosecond units end in 2554
+    write(CORPUS / "pcap" / "frame-time-year-2500.pcapng", capture.data())
+    expect(
+        CORPUS / "pcap" / "frame-time-year-2500.expect.toml",
+        why='a frame stamped year 2500 made "server answered 14928998056.8 s after the cancel"',
+        owner="bounds (readers/pcap_pass)",
+        exit=0,
+        findings=["implausible-time", "response-after-cancel"],
+    )
+
+
+def main() -> None:
+    implausible_transcript_times()
+    implausible_frame_time()
+
+
+if __name__ == "__main__":
+    main()
