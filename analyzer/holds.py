@@ -18,11 +18,11 @@ from .pending import PendingRequest, SessionState
 
 def hold(session: SessionState, item: PendingRequest) -> None:
     """A cancelled request stays open: a late reply or a verifying read can still come."""
-    session.held.setdefault(item.key, item)
+    session.held.setdefault(item.seq, item)
     if session.start.transport is Transport.STDIO:
-        session.awaiting_proof[item.key] = item
+        session.awaiting_proof[item.seq] = item
     if item.tool is not None:
-        session.awaiting_read[item.key] = item
+        session.awaiting_read[item.seq] = item
 
 
 def settled(session: SessionState, item: PendingRequest) -> bool:

@@ -139,11 +139,13 @@ class SessionState:
     open: dict[_Key, PendingRequest] = field(default_factory=dict)
     tokens: dict[str | int, _Key] = field(default_factory=dict)
     streams: dict[str, list[_Key]] = field(default_factory=dict)
-    held: dict[_Key, PendingRequest] = field(default_factory=dict)
-    """Cancelled or disconnected requests still open, oldest cancel first (bounded by `hold_seconds`)."""
-    awaiting_proof: dict[_Key, PendingRequest] = field(default_factory=dict)
-    """stdio cancels not yet proven read by the receiver, in cancel order."""
-    awaiting_read: dict[_Key, PendingRequest] = field(default_factory=dict)
+    held: dict[int, PendingRequest] = field(default_factory=dict)
+    """Cancelled or disconnected requests still open, oldest cancel first (bounded by `hold_seconds`). Keyed
+    by the request's `seq`, not its id: a hostile sender may reuse the id of a task's call held for its
+    tasks/cancel, and both requests must keep their own hold."""
+    awaiting_proof: dict[int, PendingRequest] = field(default_factory=dict)
+    """stdio cancels not yet proven read by the receiver, in cancel order (by request `seq`)."""
+    awaiting_read: dict[int, PendingRequest] = field(default_factory=dict)
     """Cancelled tool calls no later read has verified yet."""
     first_ts: float | None = None
     last_ts: float | None = None
@@ -222,8 +224,7 @@ class SessionState:
             del self.open[key]
         if item.held:
             for waiting in (self.held, self.awaiting_proof, self.awaiting_read):
-                if waiting.get(key) is item:
-                    del waiting[key]
+                waiting.pop(item.seq, None)
         if item.stream is not None:
             keys = self.streams.get(item.stream)
             if keys is not None and key in keys:

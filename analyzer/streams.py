@@ -51,7 +51,7 @@ def on_transport(session: SessionState, event: TransportEvent, emit: Callable[[A
             item.sse = True
         if event.kind in _CLIENT_DISCONNECTS and not item.replied and not item.disconnected:
             item.disconnected = True
-            session.held.setdefault(key, item)
+            session.held.setdefault(item.seq, item)
             mismatch = cancels.disconnect(session, item, entry, event)
             if mismatch is not None:
                 emit(mismatch)

@@ -183,8 +183,7 @@ def _on_call(
     if answers_cancel and call.proof_seq is None:
         # written after the receiver read the cancel: what it says later is after the cancel, for sure
         call.proof_seq = event.seq
-        if session.awaiting_proof.get(call.key) is call:
-            del session.awaiting_proof[call.key]
+        session.awaiting_proof.pop(call.seq, None)
 
 
 def _ended(session: SessionState, task: TaskState) -> Iterator[Output]:

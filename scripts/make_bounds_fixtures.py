@@ -169,9 +169,34 @@ def implausible_frame_time() -> None:
     )
 
 
+def task_call_id_reused() -> None:
+    """A task's call (id 2) held for its tasks/cancel; the client reuses id 2 for a call it cancels, which
+    is never answered; 800 s of pings follow, so both holds (300 s) end before the recording does."""
+    task = {"taskId": "task-1", "status": "working"}
+    rows: list[tuple[str, Message]] = [("c2s", INIT), ("s2c", INIT_OK), ("c2s", INITIALIZED)]
+    rows += [("c2s", req(2, "tools/call", {"task": {"ttl": 60000}, "name": "export", "arguments": {}}))]
+    rows += [("s2c", res(2, {"task": task})), ("c2s", req(3, "tasks/cancel", {"taskId": "task-1"}))]
+    rows += [("s2c", res(3, {**task, "status": "cancelled"})), ("c2s", req(2, "tools/call", {"name": "write"}))]
+    rows += [("c2s", CANCEL)]
+    lines = [header()] + [record(d, m, T0 + n / 10) for n, (d, m) in enumerate(rows)]
+    for k in range(4):
+        lines += [record("c2s", req(100 + k, "ping"), T0 + 200 * (k + 1))]
+        lines += [record("s2c", res(100 + k), T0 + 200 * (k + 1) + 0.01)]
+    folder = CORPUS / "transcript"
+    write(folder / "task-call-id-reused.jsonl", b"".join(json.dumps(row).encode() + b"\n" for row in lines))
+    expect(
+        folder / "task-call-id-reused.expect.toml",
+        why="a call reusing the id of a task's held call lost its own hold: judged only at the recording's end",
+        owner="bounds (pending: holds keyed by request seq)",
+        exit=1,
+        findings=["id-reused"],
+    )
+
+
 def main() -> None:
     implausible_transcript_times()
     implausible_frame_time()
+    task_call_id_reused()
 
 
 if __name__ == "__main__":
