@@ -10,10 +10,16 @@ Regenerate with `.venv/bin/python scripts/make_bounds_fixtures.py`.
 
 from __future__ import annotations
 
+import gzip
 import json
 import struct
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import synth_capture  # the hostile captures written frame by frame
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "corpus"
@@ -193,10 +199,29 @@ def task_call_id_reused() -> None:
     )
 
 
+def response_budget() -> None:
+    """One HTTP/2 connection: three tools/call POSTs answered with 12 MiB JSON bodies sent round-robin, so
+    36 MiB are open at once (the budget is 32 MiB per connection); two such bodies (24 MiB) are clean."""
+    folder = RULES / "response-budget-exceeded"
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, streams in (("triggers", 3), ("clean", 2)):
+            raw = Path(tmp) / f"{name}.pcapng"
+            synth_capture.h2_bodies(raw, streams, 12, end=True)
+            (folder / f"{name}.pcapng.gz").write_bytes(gzip.compress(raw.read_bytes(), 9, mtime=0))
+    (folder / "triggers.expect.toml").write_text(
+        "# three 12 MiB JSON bodies open at once on one HTTP/2 connection: the third stream's (tools/call id 2)\n"
+        "# would take the bytes held past 32 MiB at frame 692; dropped and named, the other two are read\n"
+        '[[finding]]\nrequest_id = 2\nseverity = "warning"\ncertainty = "exact"\nevidence = [692]\n'
+    )
+    (folder / "clean.expect.toml").write_text("# two 12 MiB bodies open at once (24 MiB): both read\nfinding = []\n")
+
+
 def main() -> None:
     implausible_transcript_times()
     implausible_frame_time()
     task_call_id_reused()
+    response_budget()
 
 
 if __name__ == "__main__":

@@ -8,20 +8,40 @@ are SERVER_BYTES transport events; an event cut by the end of the stream is `sse
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..jsonrpc import decode_text
 from ..model import Anomaly, Direction, Message, MessageEvent, Origin, RequestId, Revision, TransportKind
 from .capture_sessions import Build, Exchange, Sessions, WaitsFor
 from .http1 import MAX_BODY_BYTES
 from .sse import SseEvent
 
+MAX_HELD_PER_CONNECTION = 32 << 20
+"""Response bytes held at once on one TCP connection (JSON bodies and SSE events not complete yet): two of
+the largest read. HTTP/2 multiplexes up to 1000 streams, each with a body or event up to 16 MiB; no real
+session has this much in flight on one connection."""
+MAX_HELD_BYTES = 128 << 20
+"""Response bytes held at once in the whole capture (over all its connections)."""
+BUDGET_EXCEEDED = "capture.response-budget-exceeded"
+
 
 class Bodies:
-    """Turns body bytes into events through `Sessions`; counts the JSON-RPC messages seen."""
+    """Turns body bytes into events through `Sessions`; counts the JSON-RPC messages seen.
+
+    Response bodies and SSE events are held until they end, within a budget: one that would take the bytes
+    held on its connection past MAX_HELD_PER_CONNECTION, or in the capture past MAX_HELD_BYTES, is dropped
+    and named (`capture.response-budget-exceeded`), so memory follows the budget, not what a peer leaves open."""
 
     def __init__(self, sessions: Sessions) -> None:
         self.sessions = sessions
         self.messages = 0
         """JSON-RPC messages seen (also unreadable MCP bodies): 0 at the end means "no MCP traffic"."""
+        self.held = 0
+        """Response bytes held now, over every connection."""
+        self._held_on: dict[int, int] = {}
+        """Response bytes held now, by TCP stream (connections holding none are left out)."""
+        self._held_by: dict[str, int] = {}
+        """Response bytes held now, by exchange id (exchanges holding none are left out)."""
 
     def json(self, ex: Exchange, body: bytes, direction: Direction, what: str) -> None:
         """Every JSON-RPC message of a body (or an SSE event's data), and the problems found in it."""
@@ -56,11 +76,22 @@ class Bodies:
         if ex.sse is not None:
             for event in ex.sse.feed(data):
                 self._sse_event(ex, event)
+            passed = self._hold(ex, ex.sse.buffered)
+            if passed is not None:
+                self._over_budget(ex, f"an SSE event not read after {ex.sse.buffered} bytes", passed)
+                ex.sse.drop_pending()
+                self._hold(ex, ex.sse.buffered)
         elif ex.body is not None:
             ex.body_size += len(data)
             room = MAX_BODY_BYTES - len(ex.body)
             if room > 0:
-                ex.body += data[:room]
+                kept = data[:room]
+                passed = self._hold(ex, len(ex.body) + len(kept))
+                if passed is None:
+                    ex.body += kept
+                else:
+                    self._over_budget(ex, f"response body not read after {ex.body_size} bytes", passed)
+                    self._release(ex)
 
     def response_body_end(self, ex: Exchange) -> None:
         """A complete `application/json` response body: its messages, or why they are not read."""
@@ -74,7 +105,7 @@ class Bodies:
             )
         elif ex.body:
             self.json(ex, bytes(ex.body), Direction.S2C, "response body")
-        ex.body = None
+        self._release(ex)
 
     def cut_body(self, ex: Exchange, how: str) -> None:
         """The connection ended inside a JSON response body (fewer bytes than its Content-Length, or
@@ -82,7 +113,8 @@ class Bodies:
         if ex.body is None or ex.status == 0:
             return
         declared = f" of the {ex.content_length} announced" if ex.content_length is not None else ""
-        body, ex.body = bytes(ex.body), None
+        body = bytes(ex.body)
+        self._release(ex)
         decoded = decode_text(body) if body and ex.body_size <= MAX_BODY_BYTES else None
         judged = (
             "the bytes that came are whole JSON and are read"
@@ -99,10 +131,42 @@ class Bodies:
         if decoded is not None and decoded.messages:
             self.json(ex, body, Direction.S2C, "response body (cut)")
 
+    def _hold(self, ex: Exchange, size: int) -> str | None:
+        """The exchange now holds `size` response bytes; or, when that passes the budget, nothing changes and
+        the budget it would pass is returned."""
+        grow = size - self._held_by.get(ex.id, 0)
+        if not grow:
+            return None  # the common case: an SSE event or body read whole in one chunk holds nothing between chunks
+        on = self._held_on.get(ex.stream, 0) + grow
+        if grow > 0 and on > MAX_HELD_PER_CONNECTION:
+            return f"{MAX_HELD_PER_CONNECTION >> 20} MiB on its connection"
+        if grow > 0 and self.held + grow > MAX_HELD_BYTES:
+            return f"{MAX_HELD_BYTES >> 20} MiB in the capture"
+        self.held += grow
+        _put(self._held_on, ex.stream, on)
+        _put(self._held_by, ex.id, size)
+        return None
+
+    def _over_budget(self, ex: Exchange, what: str, passed: str) -> None:
+        self.sessions.anomaly(
+            ex.key,
+            BUDGET_EXCEEDED,
+            f"{ex.id}: {what}: the responses held at once (other streams still open) would pass {passed}; "
+            "its JSON-RPC messages are lost",
+            request_id=ex.request_id,
+            method=ex.request_method,
+        )
+
+    def _release(self, ex: Exchange) -> None:
+        """The exchange's body is read or dropped: its bytes leave the budget."""
+        ex.body = None
+        self._hold(ex, 0)
+
     def partial(self, ex: Exchange) -> None:
         """The SSE stream ended inside an event: name what was cut (a client discards it)."""
         if ex.sse is None:
             return
+        self._hold(ex, 0)
         partial = ex.sse.finish()
         if partial is None:
             return
@@ -128,6 +192,8 @@ class Bodies:
         if ex.waits_for is WaitsFor.FIRST_EVENT:
             s.first_event(ex, event)
         if event.oversized:
+            if event.dropped:
+                return  # named when it was dropped
             s.anomaly(
                 ex.key, "sse.event-too-large", f"{ex.id}: an SSE event of {event.end - event.start} bytes was skipped"
             )
@@ -145,6 +211,14 @@ class Bodies:
             return
         what = f"SSE event (id={event.id})" if event.id is not None else "SSE event"
         self.json(ex, event.data.encode(), Direction.S2C, what)
+
+
+def _put(table: dict[Any, int], key: Any, value: int) -> None:
+    """Set a count, leaving zeros out (tables stay as small as what is held)."""
+    if value:
+        table[key] = value
+    else:
+        table.pop(key, None)
 
 
 def _problem(ts: float | None, origin: Origin, name: str, detail: str) -> Build:

@@ -13,7 +13,8 @@ Differences from a browser's `EventSource`, on purpose, because we audit what wa
 * `id` is the value of the block's own `id` field (None when absent); `last_event_id` is the
   browser's running "last event ID" after this block;
 * a block larger than `max_event_bytes` keeps its offsets but drops its data (`oversized` is True),
-  so memory stays bounded whatever the server sends.
+  so memory stays bounded whatever the server sends; `drop_pending` does the same to the block being
+  received when the caller's budget over many streams (`buffered`) runs out.
 
 Line endings `\\r\\n`, `\\r` and `\\n` are all accepted, also when a `\\r\\n` pair is split across two
 `feed` calls. A UTF-8 BOM at the very start of the stream is skipped. Field values are decoded as
@@ -52,6 +53,9 @@ class SseEvent:
     """Comment lines (starting with `:`), without the colon."""
     oversized: bool = False
     """The block exceeded the size limit; its data was dropped (`data` is None)."""
+    dropped: bool = False
+    """Oversized because its content was forgotten on the caller's memory budget (`drop_pending`), which
+    named it then, whatever its size."""
 
 
 @dataclass(slots=True)
@@ -78,6 +82,8 @@ class _Block:
     comments: list[str] = field(default_factory=list)
     size: int = 0
     raw: bytearray = field(default_factory=bytearray)
+    dropped: bool = False
+    """Its content was forgotten on the reader's memory budget (`drop_pending`): dispatched as oversized."""
 
     def empty(self) -> bool:
         return self.start < 0
@@ -142,6 +148,21 @@ class SseParser:
                 out.append(event)
         return out
 
+    @property
+    def buffered(self) -> int:
+        """Bytes of the event being received that are held (its lines so far and the line being read)."""
+        return len(self._line) + len(self._block.raw)
+
+    def drop_pending(self) -> None:
+        """Forget what the event being received holds; it is dispatched as oversized (and `dropped`)."""
+        block = self._block
+        if block.empty():
+            block.start = self._line_start
+        block.dropped = True
+        block.raw.clear()
+        block.data.clear()
+        self._line.clear()
+
     def finish(self) -> PartialEvent | None:
         """The incomplete block at the end of the stream, if any (a browser discards it)."""
         block = self._block
@@ -168,7 +189,7 @@ class SseParser:
         block = self._block
         if block.empty():
             block.start = self._line_start
-        room = self.max_event_bytes - block.size
+        room = 0 if block.dropped else self.max_event_bytes - block.size
         block.size += len(chunk)
         self._line_len += len(chunk)
         if room > 0:
@@ -186,7 +207,7 @@ class SseParser:
                 return None
             return self._dispatch()
         block.size += 1
-        if block.size > self.max_event_bytes:
+        if block.size > self.max_event_bytes or block.dropped:
             return None  # an oversized block: keep counting its bytes, drop its content
         block.raw += line + b"\n"
         if line.startswith(b":"):
@@ -208,7 +229,7 @@ class SseParser:
 
     def _dispatch(self) -> SseEvent:
         block = self._block
-        oversized = block.size > self.max_event_bytes
+        oversized = block.size > self.max_event_bytes or block.dropped
         self._block = _Block()
         return SseEvent(
             start=block.start,
@@ -220,6 +241,7 @@ class SseParser:
             retry=block.retry,
             comments=tuple(block.comments),
             oversized=oversized,
+            dropped=block.dropped,
         )
 
 

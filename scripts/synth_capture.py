@@ -1,0 +1,184 @@
+"""Hostile captures written frame by frame, for the bounds fixtures and the memory measurements.
+
+A peer that holds a thousand HTTP/2 responses open at 12 MiB each is not something a loopback recording
+can make in a test's time, and no real peer does it on purpose; so these captures are written here:
+IPv4/TCP segments (handshake, data, FIN) in a pcapng (LINKTYPE_RAW), carrying bytes that real protocol
+engines produced: HTTP/2 frames from the `h2` package (both ends, so every frame is valid on its own
+connection) and HTTP/1.1 text. Checksums are left zero (tshark does not check them by default).
+
+    .venv/bin/python scripts/synth_capture.py h2-bodies OUT STREAMS MIB [--end]
+    .venv/bin/python scripts/synth_capture.py h2-sse OUT STREAMS MIB [--end]
+    .venv/bin/python scripts/synth_capture.py h1-bodies OUT CONNECTIONS MIB
+
+`h2-bodies`: one connection, STREAMS tools/call POSTs answered `200 application/json`, their bodies of MIB
+MiB each sent round-robin in 16 KiB DATA frames (all in flight at once); with `--end` each body ends as
+whole JSON, else none ends (the capture stops with them open). `h2-sse`: the same as `text/event-stream`,
+each body one SSE event. `h1-bodies`: CONNECTIONS connections, each
+one POST answered with a Content-Length body of MIB MiB of which all but the last byte is sent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+import h2.connection
+import h2.events
+from h2.config import H2Configuration
+from h2.settings import SettingCodes
+
+SEGMENT = 60_000
+"""TCP payload bytes per frame (below the IPv4 length limit)."""
+T0 = 1_796_227_626.0
+
+
+class Pcapng:
+    """A little-endian pcapng with one LINKTYPE_RAW interface, written frame by frame."""
+
+    def __init__(self, path: Path) -> None:
+        self.out = path.open("wb")
+        self.ts = T0
+        shb = struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)
+        self._block(0x0A0D0D0A, shb)
+        self._block(1, struct.pack("<HHI", 101, 0, 0))  # LINKTYPE_RAW, snaplen 0 (none)
+
+    def _block(self, kind: int, body: bytes) -> None:
+        size = 12 + len(body)
+        self.out.write(struct.pack("<II", kind, size) + body + struct.pack("<I", size))
+
+    def packet(self, data: bytes) -> None:
+        self.ts += 0.0001
+        units = int(self.ts * 1_000_000)
+        padded = data + b"\0" * (-len(data) % 4)
+        self._block(6, struct.pack("<IIIII", 0, units >> 32, units & 0xFFFFFFFF, len(data), len(data)) + padded)
+
+    def close(self) -> None:
+        self.out.close()
+
+
+class Tcp:
+    """One TCP connection between 127.0.0.1:cport and 127.0.0.2:8000, its sequence numbers kept."""
+
+    def __init__(self, cap: Pcapng, cport: int) -> None:
+        self.cap, self.cport = cap, cport
+        self.seq = {True: 1000, False: 5000}
+        self._segment(True, b"", 0x02)
+        self._segment(False, b"", 0x12)
+        self._segment(True, b"", 0x10)
+
+    def _segment(self, from_client: bool, payload: bytes, flags: int) -> None:
+        src, dst = (b"\x7f\0\0\x01", b"\x7f\0\0\x02") if from_client else (b"\x7f\0\0\x02", b"\x7f\0\0\x01")
+        sport, dport = (self.cport, 8000) if from_client else (8000, self.cport)
+        ack = self.seq[not from_client] if flags != 0x02 else 0
+        seq = self.seq[from_client]
+        tcp = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, 5 << 4, flags, 65535, 0, 0)
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp) + len(payload), 0, 0, 64, 6, 0, src, dst)
+        self.cap.packet(ip + tcp + payload)
+        self.seq[from_client] = (seq + len(payload) + (1 if flags & 0x03 else 0)) & 0xFFFFFFFF
+
+    def send(self, from_client: bool, data: bytes) -> None:
+        for at in range(0, len(data), SEGMENT):
+            self._segment(from_client, data[at : at + SEGMENT], 0x18)
+
+    def fin(self, from_client: bool) -> None:
+        self._segment(from_client, b"", 0x11)
+
+
+def call(req_id: int) -> bytes:
+    params = {"name": "export", "arguments": {}, "_meta": {"progressToken": req_id}}
+    return json.dumps({"jsonrpc": "2.0", "id": req_id, "method": "tools/call", "params": params}).encode()
+
+
+def body_chunks(req_id: int, size: int, end: bool, sse: bool = False) -> Iterator[bytes]:
+    """A JSON result of about `size` bytes (a text of 'x's) in 16 KiB pieces; whole JSON only if `end`;
+    as one SSE event (`data: ` before it) when `sse`."""
+    head = f'{{"jsonrpc":"2.0","id":{req_id},"result":{{"content":[{{"type":"text","text":"'.encode()
+    head = b"data: " + head if sse else head
+    tail = b'"}],"isError":false}}' + (b"\n\n" if sse else b"")
+    yield head
+    left = size - len(head) - len(tail)
+    while left > 0:
+        yield b"x" * min(16_384, left)
+        left -= 16_384
+    if end:
+        yield tail
+
+
+def h2_bodies(out: Path, streams: int, mib: float, end: bool, media: str = "application/json") -> None:
+    cap = Pcapng(out)
+    tcp = Tcp(cap, 40000)
+    client = h2.connection.H2Connection(H2Configuration(client_side=True, header_encoding="utf-8"))
+    server = h2.connection.H2Connection(H2Configuration(client_side=False, header_encoding="utf-8"))
+    client.initiate_connection()
+    client.update_settings({SettingCodes.INITIAL_WINDOW_SIZE: 2**31 - 1})
+    client.increment_flow_control_window(2**31 - 1 - 65_535)
+    server.initiate_connection()
+    server.update_settings({SettingCodes.MAX_CONCURRENT_STREAMS: 1000})
+
+    def flush() -> None:
+        for sender, receiver, from_client in ((client, server, True), (server, client, False)):
+            data = sender.data_to_send()
+            if data:
+                tcp.send(from_client, data)
+                receiver.receive_data(data)
+
+    flush()
+    flush()
+    sids = [1 + 2 * n for n in range(streams)]
+    for n, sid in enumerate(sids):
+        headers = [(":method", "POST"), (":authority", "127.0.0.2:8000"), (":scheme", "http"), (":path", "/mcp")]
+        client.send_headers(sid, [*headers, ("content-type", "application/json")])
+        client.send_data(sid, call(n + 1), end_stream=True)
+    flush()
+    for sid in sids:
+        server.send_headers(sid, [(":status", "200"), ("content-type", media)])
+    flush()
+    sse = media == "text/event-stream"
+    pieces = [body_chunks(n + 1, int(mib * (1 << 20)), end, sse) for n in range(streams)]
+    while pieces:
+        for sid, piece in list(zip(sids, pieces, strict=True)):
+            chunk = next(piece, None)
+            if chunk is None:
+                server.end_stream(sid)
+                sids.remove(sid)
+                pieces.remove(piece)
+            else:
+                server.send_data(sid, chunk)
+        flush()
+    cap.close()
+
+
+def h1_bodies(out: Path, connections: int, mib: float) -> None:
+    cap = Pcapng(out)
+    size = int(mib * (1 << 20))
+    for n in range(connections):
+        tcp = Tcp(cap, 40000 + n)
+        body = call(n + 1)
+        head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.2:8000\r\n"
+        head += f"Content-Type: application/json\r\nContent-Length: {len(body)}"
+        tcp.send(True, head.encode() + b"\r\n\r\n" + body)
+        answer = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {size}\r\n\r\n"
+        tcp.send(False, answer.encode() + b"".join(body_chunks(n + 1, size, False))[: size - 1])
+    cap.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("kind", choices=["h2-bodies", "h2-sse", "h1-bodies"])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("count", type=int)
+    ap.add_argument("mib", type=float)
+    ap.add_argument("--end", action="store_true")
+    args = ap.parse_args()
+    if args.kind.startswith("h2-"):
+        media = "text/event-stream" if args.kind == "h2-sse" else "application/json"
+        h2_bodies(args.out, args.count, args.mib, args.end, media)
+    else:
+        h1_bodies(args.out, args.count, args.mib)
+
+
+if __name__ == "__main__":
+    main()
