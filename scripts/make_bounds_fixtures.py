@@ -217,11 +217,126 @@ def response_budget() -> None:
     (folder / "clean.expect.toml").write_text("# two 12 MiB bodies open at once (24 MiB): both read\nfinding = []\n")
 
 
+def lines_of(rows: list[Any]) -> bytes:
+    """Records (dicts) or raw record text (str, for what json.dumps cannot write; TS is a time), one per line."""
+    texts = (row.replace("TS", repr(T0 + 2)) if isinstance(row, str) else json.dumps(row) for row in rows)
+    return b"".join(text.encode() + b"\n" for text in texts)
+
+
+def handshake() -> list[Any]:
+    return [header()] + [record(d, m, T0 + n / 10) for n, (d, m) in enumerate(SESSION[:3], start=1)]
+
+
+#: Ids of every JSON type, as wire text: each one a tools/call, its cancel and its reply.
+IDS = ["18446744073709551616", "1" + "0" * 400, "1.5", "1e999", "-0", '{"a":1}', "[1]", "true", "null"]
+IDS += ['"\\ud800"', '"a\\u0000b"', '"\\u202eevil"']
+
+
+def hostile_transcripts() -> None:
+    """The stdio transcript sweep's reproducers (tests/test_bounds_hostile.py says what each must give)."""
+    folder = CORPUS / "transcript"
+    rows = handshake()
+    for n, wire_id in enumerate(IDS):
+        t = T0 + 1 + n
+        call = '{"jsonrpc":"2.0","id":ID,"method":"tools/call","params":{"name":"w"}}'.replace("ID", wire_id)
+        cancel = '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":ID}}'.replace("ID", wire_id)
+        reply = '{"jsonrpc":"2.0","id":ID,"result":{}}'.replace("ID", wire_id)
+        rows += [record("c2s", call, t), record("c2s", cancel, t + 0.1), record("s2c", reply, t + 0.2)]
+    write(folder / "ids-of-every-type.jsonl", lines_of(rows))
+
+    rows = handshake()
+    rows.append(record("c2s", '{"jsonrpc":"2.0","id":2,"id":3,"method":"tools/call","method":"tools/list"}', T0 + 1))
+    reply = json.dumps(json.dumps({"jsonrpc": "2.0", "id": 3, "result": {}}))
+    rows.append('{"ts": TS, "dir": "c2s", "dir": "s2c", "line": "{}", "line": REPLY}'.replace("REPLY", reply))
+    rows.append(record("s2c", '{"jsonrpc":"2.0","id":2,"result":{},"error":{"code":1,"message":"x"}}', T0 + 1.2))
+    write(folder / "duplicate-keys.jsonl", lines_of(rows))
+
+    rows = handshake()
+    call = '{"jsonrpc":"2.0","id":2,"method":"tools/call\\udc00","params":{"name":"s\\ud800"}}'
+    cancel = '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"\\ud83d"}}'
+    rows += [record("c2s", call, T0 + 1), record("c2s", cancel, T0 + 1.1)]
+    rows.append(record("s2c", '{"jsonrpc":"2.0","id":2,"result":{}}', T0 + 1.2))
+    rows.append('{"ts": TS, "dir": "s2c\\ud800", "line": "x"}')
+    write(folder / "lone-surrogates.jsonl", lines_of(rows))
+
+    rows = handshake()
+    meta = {"name": "w", "_meta": {"progressToken": 2}}
+    rows.append(record("c2s", req(2, "tools/call", meta), T0 + 1))
+    progress = '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":2,"progress":1e999}}'
+    rows.append(record("s2c", progress, T0 + 1.1))
+    rows.append('{"ts": 1e999, "dir": "s2c", "line": "{}"}')
+    rows.append(record("s2c", '{"jsonrpc":"2.0","id":2,"result":{"n":-1e999}}', T0 + 1.3))
+    rows.append('{"ts": -1e999, "event": "process-exited", "status": 1e999}')
+    write(folder / "numbers-1e999.jsonl", lines_of(rows))
+
+    text = lines_of(handshake() + [record(d, m, T0 + 1 + n / 10) for n, (d, m) in enumerate(SESSION[3:])])
+    write(folder / "bom-crlf.jsonl", b"\xef\xbb\xbf" + text.replace(b"\n", b"\r\n"))
+
+    depth = 100_000
+    rows = [*handshake(), "[" * depth, record("c2s", "[" * depth, T0 + 1)]
+    deep = '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":' + "[" * depth + "]" * depth + "}"
+    rows += [record("c2s", deep, T0 + 2), record("c2s", '{"jsonrpc":"2.0","id":3,"method":"ping"}', T0 + 3)]
+    write(folder / "deep-nesting.jsonl.gz", gzip.compress(lines_of(rows), 9, mtime=0))
+
+    garbage = bytes((n * 7919 + 13) % 256 for n in range(65_536))  # every byte value, no structure
+    write(folder / "binary-after-header.jsonl", lines_of(handshake()) + garbage)
+
+    data = lines_of(handshake() + [record(d, m, T0 + 1 + n / 10) for n, (d, m) in enumerate(SESSION[3:])])
+    data = data.replace(b'\\"slow\\"', b'\\"sl\\u0000ow\xff\xfe\\"', 1)
+    data += b'{"ts": 1796227630.0, "dir": "s2c", "line": "\x00\x01\x1b[2J\xc3\x28"}\n' + b"\x00" * 100 + b"\n"
+    write(folder / "nul-and-invalid-utf8.jsonl", data)
+
+
+def hostile_captures() -> None:
+    """The late result (frame 77) stamped 5 s before the cancel (frame 70) and frame 72 an hour before it;
+    and the late result cut by a snaplen inside its JSON (60 of its 110 payload bytes kept)."""
+    capture = Pcapng(CANCEL_SAMPLE.read_bytes())
+    cancel = capture.time(70)
+    capture.set_time(77, cancel - 5.0)
+    capture.set_time(72, cancel - 3600.0)
+    write(CORPUS / "pcap" / "frames-out-of-time-order.pcapng", capture.data())
+    capture = Pcapng(CANCEL_SAMPLE.read_bytes())
+    capture.cut(77, 4 + 20 + 32 + 60)  # pcapng's 4-byte loopback header, IPv4, TCP with options, payload
+    write(CORPUS / "pcap" / "snaplen-cut-mid-json.pcapng", capture.data())
+
+
+#: The sweep's reproducers: what each checks (none crashed; tests/test_bounds_hostile.py holds their exact
+#: findings and checks every output format).
+SWEEP = {
+    "transcript/ids-of-every-type.jsonl": "ids of every JSON type (huge integers, 1.5, 1e999, -0, object, array, "
+    "true, null, a lone surrogate, a NUL, a bidi override)",
+    "transcript/duplicate-keys.jsonl": "duplicate keys in a message and in a record (the last wins)",
+    "transcript/lone-surrogates.jsonl": "lone surrogates in \\u escapes: a method, a tool, a reason, a record key",
+    "transcript/numbers-1e999.jsonl": "1e999 and -1e999 as a time, a progress, a result value and an exit status",
+    "transcript/bom-crlf.jsonl": "a byte order mark and CRLF line ends together",
+    "transcript/binary-after-header.jsonl": "64 KiB of binary after a valid handshake",
+    "transcript/nul-and-invalid-utf8.jsonl": "NUL and invalid UTF-8 inside records, raw and escaped",
+    "transcript/deep-nesting.jsonl.gz": "100,000 levels of nesting in a record, a line and a call's params",
+    "pcap/frames-out-of-time-order.pcapng": "frames out of time order (the reply 5 s before the cancel)",
+    "pcap/snaplen-cut-mid-json.pcapng": "the late reply's frame cut by a snaplen inside its JSON",
+}
+
+
+def sweep_expectations() -> None:
+    for name, what in SWEEP.items():
+        stem = name.split(".")[0]
+        expect(
+            CORPUS / f"{stem}.expect.toml",
+            why=f"not covered by the fuzzers: {what}",
+            owner="bounds (scripts/make_bounds_fixtures.py; exact findings in tests/test_bounds_hostile.py)",
+            exit=0,
+            args=["--fail-on", "never"],
+        )
+
+
 def main() -> None:
     implausible_transcript_times()
     implausible_frame_time()
     task_call_id_reused()
     response_budget()
+    hostile_transcripts()
+    hostile_captures()
+    sweep_expectations()
 
 
 if __name__ == "__main__":
