@@ -104,6 +104,21 @@ def test_hostile_input_exact_findings(name: str) -> None:
     assert found == EXPECTED[name]
 
 
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("transcript/deep-nesting.jsonl.gz", "depth limit exceeded"),
+        ("transcript/numbers-1e999.jsonl", "number is infinity when parsed as double"),
+        ("transcript/lone-surrogates.jsonl", "no low surrogate in string"),
+    ],
+)
+def test_an_unreadable_record_says_why(name: str, why: str) -> None:
+    """A record that is JSON to some parsers (100,000 levels, 1e999, a lone surrogate) says what stopped it."""
+    run = run_cli(["audit", str(CORPUS / name), "--format", "json", "--fail-on", "never", "--select", "CW901"])
+    (finding,) = json.loads(run.stdout)["findings"]
+    assert finding["message"].startswith(f"lines of the input could not be read: transcript record is not JSON ({why})")
+
+
 @pytest.mark.parametrize("fmt", ["text", "md", "html", "github", "junit", "sarif"])
 @pytest.mark.parametrize("name", _params())
 def test_hostile_input_every_format_is_inert(name: str, fmt: str) -> None:

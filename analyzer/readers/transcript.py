@@ -114,8 +114,9 @@ class TranscriptReader:
             return
         try:
             record = orjson.loads(raw.data)
-        except orjson.JSONDecodeError:
+        except orjson.JSONDecodeError as exc:
             # a recorder that wrote raw bytes: the record may still be JSON once decoded leniently
+            why = exc.msg  # orjson's own words, ASCII: nested too deep, a number past a double, a surrogate
             text, bad_utf8 = factory.decode_utf8(raw, None, key)
             try:
                 record = orjson.loads(text) if bad_utf8 else None
@@ -123,7 +124,7 @@ class TranscriptReader:
                 record = None
             if record is None:
                 name = "input.truncated-line" if raw.unterminated else "input.non-json-line"
-                yield factory.anomaly(raw.number, None, key, name, "transcript record is not JSON")
+                yield factory.anomaly(raw.number, None, key, name, f"transcript record is not JSON ({why:.80})")
                 return
             assert bad_utf8 is not None  # record parsed only after a lenient decode
             yield bad_utf8
