@@ -112,7 +112,8 @@ class MessageEvent:
 
 @record
 class TransportEvent:
-    """A transport fact (a stream opened, closed or reset; bytes; the recording's end)."""
+    """A transport fact (a stream opened, closed or reset; bytes; the recording's end), or a peer library's
+    own end of a call for its caller (`GAVE_UP_BY_*`: in a peer's log, never on the wire)."""
 
     seq: int
     """Position in the source (the ordering key)."""
@@ -128,6 +129,8 @@ class TransportEvent:
     """HTTP exchange it concerns; None for session-level facts."""
     detail: str = ""
     """Short evidence text (e.g. the bytes written)."""
+    request_id: RequestId | None = None
+    """The request a `GAVE_UP_BY_*` fact ends for its caller; None for the others."""
 
 
 @record

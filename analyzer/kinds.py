@@ -75,7 +75,8 @@ class MessageKind(StrEnum):
 
 
 class TransportKind(StrEnum):
-    """Transport facts a capture (or a process recorder) can see, per HTTP exchange or process."""
+    """Transport facts a capture (or a process recorder) can see, per HTTP exchange or process, and the
+    one fact a peer's own log adds that no wire carries: its library gave the caller up on a request."""
 
     STREAM_OPENED = "stream-opened"
     CLOSED_BY_CLIENT = "closed-by-client"
@@ -86,6 +87,11 @@ class TransportKind(StrEnum):
     SERVER_BYTES = "server-bytes"
     PROCESS_EXITED = "process-exited"
     RECORDING_ENDED = "recording-ended"
+    GAVE_UP_BY_CLIENT = "gave-up-by-client"
+    """The client's library ended a call for its caller (a timeout error it made itself, `"local": true` in
+    its log); `TransportEvent.request_id` names the call. Nothing was sent."""
+    GAVE_UP_BY_SERVER = "gave-up-by-server"
+    """The same for a request the server sent (sampling, elicitation, roots)."""
 
 
 class CancelMechanism(StrEnum):
@@ -139,6 +145,9 @@ class EntryKind(StrEnum):
     RECEIVE_WINDOW_ZERO = "receive-window-zero"
     SERVER_BYTES = "server-bytes"
     RECORDING_ENDED = "recording-ended"
+    GAVE_UP = "gave-up"
+    """The requester's own library ended the call for its caller (a local timeout error): the call's end
+    for the caller, never on the wire; the receiver may still work and answer."""
     CANCEL_ANSWER = "cancel-answer"
     """The receiver's answer to a `tasks/cancel` of the request's task (`TimelineEntry.status` says what)."""
     TASK_STATUS = "task-status"

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .gave_up import REQUESTER
 from .merge import ClockFit
 from .model import (
     Anomaly,
@@ -239,10 +240,21 @@ def abandoned_calls(ev: Evidence) -> Iterator[Anomaly]:
     owners = _Requests(ev)
     paired_s = {s for s, _ in ev.pairs}
     seen: set[RequestId] = set()
+    # a log that marks its library's own errors (`gave_up.REQUESTER` facts) says which they are: no guessing
+    marked = any(isinstance(e, TransportEvent) and e.request_id is not None for e in ev.secondary)
+    request_id: RequestId | None
+    method: str | None
+    requester: Side | None
     for index, event in enumerate(ev.secondary):
-        if index in paired_s or not isinstance(event, MessageEvent) or not _gave_up(event):
+        if isinstance(event, TransportEvent):
+            if REQUESTER.get(event.kind) is not Side.CLIENT or event.request_id is None:
+                continue
+            request_id, requester = event.request_id, Side.CLIENT
+            method = owners.methods.get((Side.CLIENT, request_id))
+        elif index in paired_s or not isinstance(event, MessageEvent) or not _gave_up(event, marked):
             continue
-        request_id, method, requester = owners.of(event)
+        else:
+            request_id, method, requester = owners.of(event)
         if request_id is None or requester is not Side.CLIENT or request_id in seen:
             continue
         seen.add(request_id)
@@ -251,11 +263,13 @@ def abandoned_calls(ev: Evidence) -> Iterator[Anomaly]:
         yield from _never_sent(ev, event, request_id, method, owners)
 
 
-def _gave_up(event: MessageEvent) -> bool:
+def _gave_up(event: MessageEvent, marked: bool) -> bool:
+    """A cancel the client logged; or, in a log that does not mark its library's own errors, an error
+    that reads like one (a timeout, a cancel, a give-up code)."""
     m = event.message
     if event.direction is Direction.C2S:
         return m.method == "notifications/cancelled"
-    if m.kind is not MessageKind.ERROR:
+    if marked or m.kind is not MessageKind.ERROR:
         return False
     text = m.payload.get("message")
     timed_out = isinstance(text, str) and ("timed out" in text.lower() or "timeout" in text.lower())
@@ -286,7 +300,7 @@ def _cancel_reached(ev: Evidence, request_id: RequestId) -> bool:
 
 
 def _never_sent(
-    ev: Evidence, gave_up: MessageEvent, request_id: RequestId, method: str | None, owners: _Requests
+    ev: Evidence, gave_up: MessageEvent | TransportEvent, request_id: RequestId, method: str | None, owners: _Requests
 ) -> Iterator[Anomaly]:
     at = ev.to_primary(gave_up.ts)
     later = [
@@ -297,7 +311,8 @@ def _never_sent(
         and owners.of(e)[:1] == (request_id,)
         and (at is None or (e.ts is not None and e.ts >= at))
     ]
-    how = "logged a cancel that" if gave_up.direction is Direction.C2S else "made its own error for it, and"
+    logged_cancel = isinstance(gave_up, MessageEvent) and gave_up.direction is Direction.C2S
+    how = "logged a cancel that" if logged_cancel else "made its own error for it, and"
     where = f"no notifications/cancelled, stream close or reset for it reached {ev.primary_name}"
     if later and at is not None and later[-1].ts is not None:
         last = later[-1]

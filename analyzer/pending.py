@@ -73,6 +73,8 @@ class PendingRequest:
     """Seq from which the receiver provably had read the cancel (stdio ordering proof)."""
     last_progress: float | None = None
     verified_by: TimelineEntry | None = None
+    gave_up: TimelineEntry | None = None
+    """Where the requester's own library ended the call for its caller (`gave_up`), if it did."""
 
     @property
     def key(self) -> _Key:

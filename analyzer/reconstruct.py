@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
-from . import cancels, holds, progress_notifications, streams, task_traffic, tasks
+from . import cancels, gave_up, holds, progress_notifications, streams, task_traffic, tasks
 from .entrylog import EntryLog, message_entry
 from .finished import FinishedRequests
 from .model import (
@@ -369,6 +369,8 @@ class Reconstructor:
     # -- transport ---------------------------------------------------------------------------
 
     def _transport(self, session: SessionState, event: TransportEvent) -> None:
+        if event.request_id is not None and gave_up.on_gave_up(session, event):
+            return
         for item in streams.on_transport(session, event, self._out.append):
             self._finalise(session, item, ended=False)
 
@@ -376,6 +378,8 @@ class Reconstructor:
 
     def _finalise(self, session: SessionState, item: PendingRequest, *, ended: bool, judged: bool = True) -> None:
         """Close a timeline; an unjudged one (flushed, superseded) leaves a tombstone but meets no rule."""
+        if judged and item.gave_up is not None:
+            self._out.extend(gave_up.unsent_cancel(session, item, ended=ended))
         own_token = session.remove_open(item)
         forgotten = self.finished.retire(session, item, judged=judged, own_token=own_token, ended=ended)
         if forgotten is not None:

@@ -83,7 +83,7 @@ def test_whole_sample_folder_validates_and_unreadable_inputs_are_notifications(t
     # findings (CW506 hints among them: sample_captures/merge and the HTTP and HTTP/2 server logs record
     # sessions twice) and unverified cancels (the gate), HTTP/2 samples included
     # with four unverified tasks cancelled by tasks/cancel, and the Python SDK tasks' progress after it (CW102, CW204)
-    # and the client log of the Python SDK task caller that gives up on tasks/result (CW305, CW307 alone)
+    # and the three client logs whose SDK gave up on a call and sent no cancel (CW507; its local error is no reply)
     assert len(log["runs"][0]["results"]) == 87
 
 

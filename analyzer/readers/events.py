@@ -6,13 +6,24 @@ Shared by every text reader; the anomaly names here are the ones every text form
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from orjson import JSONDecodeError
 from orjson import loads as _loads
 
 from ..jsonrpc import EXCERPT_CHARS, classify_one, decode_text, excerpt
-from ..model import Anomaly, Direction, Event, Message, MessageEvent, Origin, RequestId
+from ..model import (
+    Anomaly,
+    Direction,
+    Event,
+    Message,
+    MessageEvent,
+    MessageKind,
+    Origin,
+    RequestId,
+    TransportEvent,
+    TransportKind,
+)
 from ..timestamps import plausible
 from .lines import DEFAULT_MAX_LINE_BYTES, RawLine
 
@@ -62,6 +73,31 @@ class EventFactory:
         shown = "not a date" if ts != ts else f"{ts:.17g} s since 1970"
         what = f"the line's time ({shown}) cannot be a clock reading (before 1970 or after 2106)"
         return self.anomaly(line, None, session_key, IMPLAUSIBLE_TIME, what + "; its messages are kept without a time")
+
+    def local_replies(
+        self, line: int, ts: float | None, session_key: str, direction: Direction, messages: Sequence[Message]
+    ) -> Iterator[Event]:
+        """A record a peer's log marks `"local": true`: its own library made it, no peer sent it. A reply
+        to a request of the side it goes to is that library giving its caller up on the call (the call's
+        end for the caller, a `GAVE_UP_BY_*` fact); anything else local is named and not read."""
+        if ts is not None and not plausible(ts):
+            yield self.implausible_time(line, session_key, ts)
+            ts = None
+        for m in messages:
+            if (
+                m.kind in (MessageKind.RESULT, MessageKind.ERROR)
+                and m.id is not None
+                and direction is not Direction.NONE
+            ):
+                kind = (
+                    TransportKind.GAVE_UP_BY_CLIENT if direction is Direction.S2C else TransportKind.GAVE_UP_BY_SERVER
+                )
+                origin, said = self.origin(line), m.payload.get("message")
+                what = f"error {m.payload.get('code')!r} {said[:60]!r}" if isinstance(said, str) else m.kind.value
+                yield TransportEvent(self.next_seq(), ts, origin, session_key, kind, None, what, request_id=m.id)
+            else:
+                why = "a local record (made by the recording side's own library, never on the wire) that ends no call"
+                yield self.unread_message(line, session_key, m.excerpt, why)
 
     def line_problems(self, raw: RawLine, session_key: str | None) -> Iterator[Anomaly]:
         """Anomalies every text format shares (size, an input ended early); the caller skips the line

@@ -11,6 +11,12 @@
                                                          ("sent"/"outgoing", "received"/"incoming"
                                                          too); `ts` optional. `msg`/`message` may
                                                          also be the JSON text as a string.
+    {"dir": "recv", "local": true, "message": {...}}     a record the recording side's own library
+                                                         made, never on the wire: its error (or
+                                                         result) for a request of the side it goes
+                                                         to is the call's end for that caller (a
+                                                         timeout it gave up on), read as a
+                                                         `GAVE_UP_BY_*` fact, not as the peer's reply
 
 Bare messages get their direction per line from their shape: methods only a client sends
 (`initialize`, `tools/call`, `notifications/initialized`, …) are client→server, methods only a
@@ -130,6 +136,9 @@ class NdjsonReader:
                 direction = record.direction or inference.decide(decoded.messages)
             if direction is Direction.NONE and decoded.messages:
                 yield _direction_unknown(factory, raw.number, record.ts, key, decoded.messages[0])
+            if record.local:
+                yield from factory.local_replies(raw.number, record.ts, key, direction, decoded.messages)
+                continue
             yield from factory.messages(
                 record.text,
                 line=raw.number,
@@ -184,15 +193,24 @@ def _look_ahead(head: list[RawLine], vantage: Vantage | None) -> tuple[bool, boo
 
 
 class _Record:
-    __slots__ = ("direction", "text", "ts", "written")
+    __slots__ = ("direction", "local", "text", "ts", "written")
 
-    def __init__(self, text: str | bytes, ts: float | None, direction: Direction | None, written: bool | None) -> None:
+    def __init__(
+        self,
+        text: str | bytes,
+        ts: float | None,
+        direction: Direction | None,
+        written: bool | None,
+        local: bool = False,
+    ) -> None:
         self.text = text
         self.ts = ts
         self.direction = direction
         """Stated by the record (None: infer from the message)."""
         self.written = written
         """For send/recv records: True when the recording side wrote it."""
+        self.local = local
+        """`"local": true`: the recording side's own library made it; it was never on the wire."""
 
 
 def _shape(value: dict[str, Any]) -> str | None:
@@ -216,10 +234,11 @@ def _record(value: Any) -> _Record | None:
     ts = float(ts) if isinstance(ts, int | float) and not isinstance(ts, bool) else None
     inner = value["msg"] if shape == "dir" else value["message"]
     text = inner if isinstance(inner, str) else orjson.dumps(inner)
+    local = value.get("local") is True
     if shape == "dir":
-        return _Record(text, ts, DIRS.get(str(value["dir"]).lower(), Direction.NONE), None)
+        return _Record(text, ts, DIRS.get(str(value["dir"]).lower(), Direction.NONE), None, local)
     written = WRITTEN.get(str(value.get("direction", value.get("dir"))).lower())
-    return _Record(text, ts, None if written is not None else Direction.NONE, written)
+    return _Record(text, ts, None if written is not None else Direction.NONE, written, local)
 
 
 class _Directions:
