@@ -30,10 +30,13 @@ ambiguous to read but cannot act.
    `sanitizeMarkdown`). The text reads the same; nothing pings, links or embeds. Commit SHAs are left:
    a link to a commit of the same repository does no harm.
 
-**CSV** (`csv_cell`, for text cells of the exchange table): a cell that starts with `=`, `+`, `-`, `@`,
-tab or carriage return is a formula to Excel, LibreOffice and Google Sheets (`=HYPERLINK(...)`). Such a
-cell gets a leading single quote, OWASP's "CSV Injection" advice: the spreadsheet shows the text, and
-the quote tells a reader of the raw file that the value was neutralised. Numeric columns are left alone.
+**CSV** (`csv_cell`, for text cells of the exchange table): two steps.
+1. The terminal escaping above: a CSV is read with `cat` and `less` as often as in a spreadsheet, and a
+   bidi override or NUL in a cell reorders or cuts what both show. Tab and carriage return are escaped here.
+2. A cell that then starts with `=`, `+`, `-` or `@` is a formula to Excel, LibreOffice and Google Sheets
+   (`=HYPERLINK(...)`). It gets a leading single quote, OWASP's "CSV Injection" advice: the spreadsheet
+   shows the text, and the quote tells a reader of the raw file that the value was neutralised.
+Numeric columns are left alone; Parquet keeps the values exactly as recorded.
 
 **HTML** needs nothing here: jinja2 autoescapes every value, and the report's Content-Security-Policy
 (`default-src 'none'`) lets it load and run nothing. `terminal` is applied there too, so a bidi override
@@ -103,7 +106,9 @@ _LINKABLE = re.compile(
 _BROKEN = r"\g<0>" + _BREAK
 _MARKDOWN = {ord(c): "\\" + c for c in string.punctuation} | {ord(_BREAK): "&#8203;"}
 
-CSV_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+CSV_FORMULA_STARTS = ("=", "+", "-", "@")  # and tab and CR (OWASP), which `terminal` escapes first
+UNSAFE_CHARACTER = re.compile("[" + "".join(rf"\U{low:08x}-\U{high:08x}" for low, high in UNSAFE_RANGES) + "]")
+"""Matches any character `terminal` escapes (for vectorised checks, such as pandas' `str.contains`)."""
 
 
 def terminal(text: str) -> str:
@@ -119,5 +124,7 @@ def markdown(text: str) -> str:
 
 
 def csv_cell(text: str) -> str:
-    """`text` for a spreadsheet: a leading quote when it would otherwise start a formula."""
-    return "'" + text if text.startswith(CSV_FORMULA_STARTS) else text
+    """`text` for a CSV cell: on one line with no invisible character, and quoted when it would otherwise
+    start a formula."""
+    shown = terminal(text)
+    return "'" + shown if shown.startswith(CSV_FORMULA_STARTS) else shown

@@ -27,11 +27,12 @@ Columns:
     last_ts         epoch seconds of the request's last message (either side, the cancel included; past the
                     entry limit, the first of the last counted run); NaN without timestamps
 
-In CSV, a text cell (every column above but the numbers, timestamps and `cancelled`) that begins with
-`=`, `+`, `-`, `@`, tab or carriage return gets a leading single quote, so a spreadsheet shows the
-recorded text instead of running it as a formula (OWASP "CSV Injection"): a method named
-`=HYPERLINK(...)` is written `'=HYPERLINK(...)`, and a request id of -1 as `'-1`. Parquet keeps the
-values exactly as recorded.
+In CSV, a text cell (every column above but the numbers, timestamps and `cancelled`) is made inert by
+`inert.csv_cell`: control and invisible characters (NUL, escapes, newlines, tabs, bidi overrides) are
+shown as escapes such as `\x00` and `\u202e`, and a cell that then begins with `=`, `+`, `-` or `@` gets
+a leading single quote, so a spreadsheet shows the recorded text instead of running it as a formula
+(OWASP "CSV Injection"): a method named `=HYPERLINK(...)` is written `'=HYPERLINK(...)`, and a request
+id of -1 as `'-1`. Parquet keeps the values exactly as recorded.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from typing import Any
 import pandas as pd
 
 from .errors import CancelwireError
-from .inert import CSV_FORMULA_STARTS, csv_cell
+from .inert import CSV_FORMULA_STARTS, UNSAFE_CHARACTER, csv_cell
 from .model import CancelledCall, EntryKind, RequestTimeline
 
 CHUNK_ROWS = 50_000
@@ -123,7 +124,7 @@ def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def spreadsheet_safe(data: pd.DataFrame) -> pd.DataFrame:
-    """`data` with every text cell that a spreadsheet would take for a formula quoted (`inert.csv_cell`);
+    """`data` with every text cell made inert for a spreadsheet and a terminal (`inert.csv_cell`);
     numbers, booleans and timestamps are left as they are."""
     for column, dtype in COLUMNS.items():
         if dtype not in ("string", "category"):
@@ -139,7 +140,8 @@ def spreadsheet_safe(data: pd.DataFrame) -> pd.DataFrame:
 
 
 def _risky(values: pd.Series[str]) -> pd.Series[bool]:
-    return values.str.startswith(CSV_FORMULA_STARTS).fillna(False).astype(bool)
+    risky = values.str.startswith(CSV_FORMULA_STARTS) | values.str.contains(UNSAFE_CHARACTER)
+    return risky.fillna(False).astype(bool)
 
 
 class ExchangeWriter:

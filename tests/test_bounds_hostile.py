@@ -80,8 +80,6 @@ EXPECTED: dict[str, Found] = {
         ("sse-event-cut-off", None, [82]),
     ],
 }
-CSV_NOT_INERT = {"transcript/ids-of-every-type.jsonl"}
-CSV_GAP = "--exchanges CSV cells keep a NUL and a bidi override raw (tables.py, audit's): reported to the lead"
 NEEDS_TSHARK = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed")
 
 
@@ -135,9 +133,7 @@ def test_hostile_input_every_format_is_inert(name: str, fmt: str) -> None:
 
 
 @pytest.mark.parametrize("name", _params())
-def test_hostile_input_exchange_table(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    if name in CSV_NOT_INERT:
-        request.applymarker(pytest.mark.xfail(reason=CSV_GAP, strict=True))
+def test_hostile_input_exchange_table(name: str, tmp_path: Path) -> None:
     table = tmp_path / "exchanges.csv"
     run = run_cli(["audit", str(CORPUS / name), "--exchanges", str(table), "-o", str(tmp_path / "report.txt")])
     assert "Traceback" not in run.stderr, run

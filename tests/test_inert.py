@@ -80,12 +80,14 @@ def test_markdown_cannot_ping_link_embed_or_restructure(recorded: str, shown: st
         ("+1+2", "'+1+2"),
         ("-2+3", "'-2+3"),
         ("@SUM(A1)", "'@SUM(A1)"),
-        ("\t=1", "'\t=1"),
-        ("\r=1", "'\r=1"),
+        ("\t=1", "\\t=1"),
+        ("\r=1", "\\r=1"),
+        ("-\x00\u202e", "'-\\x00\\u202e"),
+        ("a\nb", "a\\nb"),
         ("tools/call", "tools/call"),
         ("a=b", "a=b"),
         ("", ""),
     ],
 )
-def test_csv_cells_cannot_start_a_formula(cell: str, written: str) -> None:
+def test_csv_cells_cannot_start_a_formula_nor_hide_text(cell: str, written: str) -> None:
     assert csv_cell(cell) == written
