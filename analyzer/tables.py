@@ -71,7 +71,7 @@ COLUMNS: dict[str, str] = {
     "cancel_ts": "float64",
     "last_ts": "float64",
 }
-#: Transport facts and the recording's end are no messages (for `last_ts`).
+#: Transport facts, the recording's end and a caller given up on are no messages (for `last_ts`).
 _NOT_MESSAGES = frozenset(
     {
         EntryKind.STREAM_OPENED,
@@ -82,6 +82,7 @@ _NOT_MESSAGES = frozenset(
         EntryKind.RECEIVE_WINDOW_ZERO,
         EntryKind.SERVER_BYTES,
         EntryKind.RECORDING_ENDED,
+        EntryKind.GAVE_UP,
     }
 )
 

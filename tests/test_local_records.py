@@ -5,7 +5,11 @@ one word on which errors the client made itself (its heuristic only for logs wit
 
 from __future__ import annotations
 
+import csv
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -105,3 +109,13 @@ def test_merge_uses_the_mark_and_keeps_its_guess_for_a_log_without_it(tmp_path: 
         ("CW503", 3, "warning", "exact", (f"{name}.client.jsonl:13",)),  # guessed: error 408, a timeout
         ("CW502", 3, "info", "exact", (f"{name}.client.jsonl:13",)),  # and taken for a message the server missed
     }
+
+
+def test_the_exchange_table_does_not_take_the_local_error_for_the_last_message(tmp_path: Path) -> None:
+    table = tmp_path / "x.csv"
+    log = MERGE / "client-leaves-during-call.client.jsonl"
+    run = [sys.executable, "-m", "cancelwire", "audit", str(log), "--exchanges", str(table), "-o", os.devnull]
+    subprocess.run(run, capture_output=True, timeout=120, check=False)
+    (row,) = [r for r in csv.DictReader(table.open()) if r["request_id"] == "6"]
+    # the last message for the call is its 2nd progress (line 13), not the SDK's own timeout error (line 14)
+    assert (row["reply"], row["reply_ts"], row["last_ts"]) == ("none", "", "1796289735.40515")
