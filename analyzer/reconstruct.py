@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
-from . import cancels, gave_up, holds, progress_notifications, streams, task_traffic, tasks
+from . import cancels, gave_up, holds, progress_notifications, revisions, streams, task_traffic, tasks
 from .entrylog import EntryLog, message_entry
 from .finished import FinishedRequests
 from .model import (
@@ -389,6 +389,7 @@ class Reconstructor:
 
 
 def _null_id_allowed(message: Message, revision: Revision | None) -> bool:
-    """An error answering a request whose id could not be read may carry a null id (JSON-RPC 2.0;
-    the MCP schema allows it from 2025-11-25). With no known revision, give it the benefit of the doubt."""
-    return message.kind is MessageKind.ERROR and (revision is None or revision >= "2025-11-25")
+    """Whether `revision` lets this message carry a null id. With no known revision (none, or one this
+    version does not know), give it the benefit of the doubt."""
+    known = revisions.facts(revision)
+    return message.kind is MessageKind.ERROR and (known is None or known.null_id_error)

@@ -34,6 +34,9 @@ class RevisionFacts:
     task_progress: bool = False
     """A task-augmented request's progress token lives until its task ends (Tasks, Task Progress
     Notifications, 2025-11-25); the 2026-07-28 Tasks extension supports no progress on tasks."""
+    null_id_error: bool = False
+    """An error answering a request whose id could not be read may carry a null id (JSON-RPC 2.0; the
+    MCP schema allows it from 2025-11-25)."""
     task_cancel_cooperative: bool = False
     """`tasks/cancel` only asks, and a cancelled task may still complete (the Tasks extension,
     2026-07-28); in 2025-11-25 the receiver marks the task cancelled and it stays so (TSK-1)."""
@@ -43,8 +46,12 @@ FACTS: dict[Revision, RevisionFacts] = {
     "2024-11-05": RevisionFacts("2024-11-05", True, False, True, True, None, True),
     "2025-03-26": RevisionFacts("2025-03-26", True, True, True, True, False, True),
     "2025-06-18": RevisionFacts("2025-06-18", True, False, True, True, False, True),
-    "2025-11-25": RevisionFacts("2025-11-25", True, False, True, True, False, True, task_progress=True),
-    "2026-07-28": RevisionFacts("2026-07-28", False, False, False, False, True, False, task_cancel_cooperative=True),
+    "2025-11-25": RevisionFacts(
+        "2025-11-25", True, False, True, True, False, True, task_progress=True, null_id_error=True
+    ),
+    "2026-07-28": RevisionFacts(
+        "2026-07-28", False, False, False, False, True, False, null_id_error=True, task_cancel_cooperative=True
+    ),
 }
 assert tuple(FACTS) == REVISIONS  # the table covers every known revision (a code invariant, not input)
 
