@@ -43,8 +43,16 @@ class Bodies:
         self._held_by: dict[str, int] = {}
         """Response bytes held now, by exchange id (exchanges holding none are left out)."""
 
-    def json(self, ex: Exchange, body: bytes, direction: Direction, what: str) -> None:
-        """Every JSON-RPC message of a body (or an SSE event's data), and the problems found in it."""
+    def json(
+        self,
+        ex: Exchange,
+        body: bytes,
+        direction: Direction,
+        what: str,
+        sent: list[tuple[Build, Message]] | None = None,
+    ) -> None:
+        """Every JSON-RPC message of a body (or an SSE event's data), and the problems found in it; a
+        request body's messages go to `sent` instead (they wait for the answer's status)."""
         s = self.sessions
         decoded = decode_text(body)
         ts, origin, revision = s.ts, s.origin(), ex.revision
@@ -70,7 +78,11 @@ class Bodies:
                 and message.method is None
             ):
                 ex.answered = True
-            s.for_exchange(ex, _message(ts, origin, direction, message, ex.id, revision))
+            build = _message(ts, origin, direction, message, ex.id, revision)
+            if sent is not None:
+                sent.append((build, message))
+            else:
+                s.for_exchange(ex, build)
 
     def response_data(self, ex: Exchange, data: bytes) -> None:
         if ex.sse is not None:

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from ..jsonrpc import decode_text
-from ..model import Direction, TransportEvent, TransportKind
+from ..model import Direction, Message, TransportEvent, TransportKind
 from .capture_bodies import Bodies
 from .capture_http2 import Http2Capture
-from .capture_sessions import Exchange, Sessions, WaitsFor
+from .capture_sessions import Build, Exchange, Sessions, WaitsFor
 from .http1 import (
     MAX_BODY_BYTES,
     Http1Connection,
@@ -42,6 +42,9 @@ from .http2_joined import JoinedHttp2Connection
 from .sse import SseParser
 from .tcp import AfterFin, Closed, Conflict, Delivered, Lost, Reset, TcpConnection, TcpEvent, WindowZero
 
+MAX_ANSWERED_EARLY = 64
+"""Exchanges per connection answered before their request body ended, kept for its end (a client
+sends one body at a time: a hostile one cannot grow this past the cap)."""
 METHODS = (b"GET ", b"POST ", b"DELETE ", b"PUT ", b"HEAD ", b"OPTIONS ", b"PATCH ")
 
 
@@ -76,6 +79,9 @@ class Conn:
     """No handshake was captured and the first bytes are HTTP/2 frames: the capture joined it late."""
     exchanges: dict[int, Exchange] = field(default_factory=dict)
     """Exchanges whose response is not finished, by number."""
+    answered_early: dict[int, Exchange] = field(default_factory=dict)
+    """Exchanges whose response finished before their request body did (a redirect or an error sent
+    without reading the body, as Starlette does): their request's end is still to come."""
     last: Exchange | None = None
     """The exchange server bytes after a reset are charged to."""
     reset: bool = False
@@ -173,6 +179,7 @@ class HttpCapture:
             ex = conn.exchanges.get(n)
             if ex is None:
                 continue
+            self.sessions.settle(ex)
             self.sessions.resolve(ex, None)
             self.bodies.partial(ex)
             self.sessions.transport(ex, TransportKind.RECORDING_ENDED, "the capture ended before the response finished")
@@ -224,6 +231,7 @@ class HttpCapture:
                 self.sessions.transport(ex, TransportKind.CLOSED_BY_SERVER, "server FIN before any response", at=at)
         if conn.tcp.closed:
             for open_ex in conn.exchanges.values():
+                self.sessions.settle(open_ex)
                 self.bodies.partial(open_ex)
 
     def _rst(self, conn: Conn, from_client: bool) -> None:
@@ -238,6 +246,7 @@ class HttpCapture:
         kind = TransportKind.RESET_BY_CLIENT if from_client else TransportKind.RESET_BY_SERVER
         self.sessions.transport(ex, kind, "TCP RST " + ex.stage())
         for open_ex in list(conn.exchanges.values()):
+            self.sessions.settle(open_ex)
             self.bodies.partial(open_ex)
             self.bodies.cut_body(open_ex, "the connection was reset")
             open_ex.client_closed = True
@@ -294,6 +303,8 @@ class HttpCapture:
                 continue
             ex = conn.exchanges.get(event.exchange)
             if ex is None:
+                if isinstance(event, RequestEnd) and (early := conn.answered_early.pop(event.exchange, None)):
+                    self._request_end(early, event)
                 continue
             if isinstance(event, RequestEnd):
                 self._request_end(ex, event)
@@ -324,6 +335,7 @@ class HttpCapture:
 
     def _request_end(self, ex: Exchange, event: RequestEnd) -> None:
         s = self.sessions
+        ex.request_ended = True
         if ex.method == "DELETE" and ex.session_id and ex.key is not None:
             ts, origin = s.ts, s.origin()
             s.emit(
@@ -358,11 +370,18 @@ class HttpCapture:
                 ex.waits_for = WaitsFor.RESPONSE
             elif ex.waits_for is WaitsFor.NOTHING:
                 s.resolve(ex, None)
-        self.bodies.json(ex, event.body, Direction.C2S, "request body")
+        sent: list[tuple[Build, Message]] = []
+        self.bodies.json(ex, event.body, Direction.C2S, "request body", sent)
+        s.request_body(ex, sent)
 
     def _response_head(self, ex: Exchange, event: ResponseHead) -> None:
         ex.status = event.status
         media = (header(event.headers, "content-type") or "").split(";", 1)[0].strip().lower()
+        json = media == "application/json" or media.endswith("+json")
+        if event.status >= 200:  # final: what the request body held is delivered or not (`delivery`)
+            ex.location = header(event.headers, "location") if event.status < 400 else None
+            ex.reads_error_body = event.status >= 400 and json
+            self.sessions.answered(ex)  # before the session is resolved: what was not delivered opens none
         if ex.waits_for is WaitsFor.RESPONSE:
             sid = header(event.headers, "mcp-session-id")
             self.sessions.resolve(ex, self.sessions.by_session_id(sid, ex.server) if sid else None)
@@ -379,13 +398,16 @@ class HttpCapture:
         if media == "text/event-stream" and 200 <= event.status < 300:
             ex.sse = SseParser()
             self.sessions.transport(ex, TransportKind.STREAM_OPENED, f"{ex.method} {ex.target}")
-        elif media == "application/json" or media.endswith("+json"):
+        elif json:
             ex.body = bytearray()
             length = (header(event.headers, "content-length") or "").strip()
             ex.content_length = int(length) if length.isdigit() and len(length) < 20 else None
 
     def _response_end(self, conn: Conn, ex: Exchange, event: ResponseEnd) -> None:
         conn.exchanges.pop(ex.number, None)
+        if not ex.request_ended and len(conn.answered_early) < MAX_ANSWERED_EARLY:
+            conn.answered_early[ex.number] = ex
+        self.sessions.settle(ex)
         self.sessions.resolve(ex, None)
         if ex.sse is not None:
             self.bodies.partial(ex)
@@ -396,6 +418,6 @@ class HttpCapture:
             self.bodies.cut_body(ex, "the server closed the connection")
         else:
             self.bodies.response_body_end(ex)
-            if ex.request_id is not None and ex.status != 202:  # 202: the reply comes on another stream
+            if ex.request_id is not None and ex.status != 202 and not ex.undelivered:  # 202: reply elsewhere
                 # keep-alive: a request's stream ends with its own response, not at the connection's close
                 self.sessions.transport(ex, TransportKind.CLOSED_BY_SERVER, "end of the response body")

@@ -188,6 +188,7 @@ class Http2Capture:
         """The stream ends without its response: said (unless the client had closed it already), and
         what its body held so far is judged."""
         conn.exchanges.pop(ex.number, None)
+        self.sessions.settle(ex)
         self.sessions.resolve(ex, None)
         if not ex.client_closed:
             self.sessions.transport(ex, kind, detail, at=at)

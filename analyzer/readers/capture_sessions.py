@@ -13,10 +13,16 @@ at most `MAX_HELD_EVENTS`) until the session is known:
 
 Held events keep their frames; only their `seq` is assigned when they are released. The first event
 of a session is preceded by its `SessionStart`.
+
+The messages of a request body wait for the answer's status (`delivery`: a redirected or refused POST
+delivered nothing). They keep their place in the output: a `Slot` holds it (and their `seq`s) while the
+status is not known, and the events after it wait behind it (at most `MAX_BACKLOG`; past that the
+oldest slot is let go as delivered, as an answer that never came is).
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -25,18 +31,24 @@ from urllib.parse import parse_qs, urlsplit
 from ..model import (
     Anomaly,
     Event,
+    Message,
     Origin,
     RequestId,
     Revision,
     SessionStart,
+    Side,
     Transport,
     TransportEvent,
     TransportKind,
     Vantage,
 )
+from .delivery import Delivery, answers, delivered, of_status, undelivered
+from .http1 import MAX_BODY_BYTES
 from .sse import SseEvent, SseParser
 
 MAX_HELD_EVENTS = 512
+MAX_BACKLOG = 4096
+"""Events waiting behind request messages whose delivery is not decided yet (see the module doc)."""
 Build = Callable[[int, str], Event]
 """Makes an event once its `seq` and session key are known."""
 Endpoint = tuple[str, int]
@@ -88,6 +100,20 @@ class Exchange:
     """The request body was too large to read: its replies cannot be matched and are not judged."""
     http2: bool = False
     """An HTTP/2 stream (`number` is its stream id)."""
+    sent: list[tuple[Build, Message]] | None = None
+    """The request body's messages, waiting for the answer's status (`delivery`)."""
+    sent_at: tuple[int, float] = (0, 0.0)
+    """Frame and time the request body ended: where those messages belong."""
+    slot: Slot | None = None
+    """Their place in the output, while the session is known and the status is not."""
+    location: str | None = None
+    """The `Location` of a redirect answer."""
+    reads_error_body: bool = False
+    """Refused with a JSON body: whether it answers the request decides its delivery at the body's end."""
+    request_ended: bool = False
+    """The request (head and body) has been read."""
+    undelivered: bool = False
+    """The answer said the request body's messages did not reach the server."""
     id: str = field(init=False)
     """The exchange as events name it (`MessageEvent.stream`): `tcp{stream}/{number}`, or
     `tcp{stream}/h2s{stream id}` on HTTP/2; kept, not recomputed, since every message event carries it."""
@@ -102,6 +128,17 @@ class Exchange:
         if self.answered:
             return "after the JSON-RPC response, before the HTTP body ended"
         return "before the response finished"
+
+
+@dataclass(slots=True)
+class Slot:
+    """The place in the output of one request body's messages, and their reserved `seq`s."""
+
+    seq: int
+    """The first reserved `seq`."""
+    ex: Exchange
+    events: list[Event] | None = None
+    """Filled when the delivery is decided."""
 
 
 class Sessions:
@@ -121,6 +158,8 @@ class Sessions:
         """Session id (or endpoint URI) from a legacy `endpoint` event → session key."""
         self._legacy_keys: set[str] = set()
         self._labels: dict[str, str] = {}
+        self._queue: deque[Event | Slot] = deque()
+        """Events behind a slot not filled yet (empty: events go straight to `out`)."""
 
     # -- events ------------------------------------------------------------------------------------
 
@@ -129,16 +168,30 @@ class Sessions:
 
     def emit(self, key: str, frame: int, ts: float | None, build: Build) -> None:
         if key not in self._started:
-            self._started.add(key)
-            transport = Transport.HTTP_SSE if key in self._legacy_keys else Transport.STREAMABLE_HTTP
-            self.seq += 1
-            self.out.append(
-                SessionStart(
-                    self.seq, ts, self.origin(frame), key, transport, self.vantage, "pcap", label=self._labels.get(key)
-                )
-            )
+            self._start(key, frame, ts)
         self.seq += 1
-        self.out.append(build(self.seq, key))
+        self._put(build(self.seq, key))
+
+    def _start(self, key: str, frame: int, ts: float | None) -> None:
+        self._started.add(key)
+        transport = Transport.HTTP_SSE if key in self._legacy_keys else Transport.STREAMABLE_HTTP
+        self.seq += 1
+        self._put(
+            SessionStart(
+                self.seq, ts, self.origin(frame), key, transport, self.vantage, "pcap", label=self._labels.get(key)
+            )
+        )
+
+    def _put(self, event: Event) -> None:
+        queue = self._queue
+        if not queue:
+            self.out.append(event)
+            return
+        queue.append(event)
+        if len(queue) > MAX_BACKLOG:
+            head = queue[0]  # the oldest slot not filled: filled ones at the head are drained at once
+            if type(head) is Slot:
+                self.settle(head.ex, unknown=True)
 
     def anomaly(
         self,
@@ -157,7 +210,7 @@ class Sessions:
             self.emit(key, frame or self.frame, ts, build)
         else:
             self.seq += 1
-            self.out.append(Anomaly(self.seq, ts, origin, None, name, detail, request_id, method))
+            self._put(Anomaly(self.seq, ts, origin, None, name, detail, request_id, method))
 
     def for_exchange(self, ex: Exchange, build: Build) -> None:
         """Emit an exchange's event now, or hold it while its session is not known yet."""
@@ -176,6 +229,77 @@ class Sessions:
         if at is not None:
             ts, origin = at[1], self.origin(at[0])
         self.for_exchange(ex, lambda seq, k: TransportEvent(seq, ts, origin, k, kind, stream, detail))
+
+    # -- delivery --------------------------------------------------------------------------------
+
+    def request_body(self, ex: Exchange, sent: list[tuple[Build, Message]]) -> None:
+        """The messages of a request body that ended at the current frame: out at once when the answer's
+        status is known already (Starlette answers a redirect before the body has come), else kept
+        in place until it is."""
+        if not sent:
+            return
+        ex.sent, ex.sent_at = sent, (self.frame, self.ts or 0.0)
+        if ex.status >= 200 and not ex.reads_error_body:
+            self.settle(ex)
+        elif ex.key is not None:  # an unknown session holds its events anyway (`for_exchange`)
+            if ex.key not in self._started:
+                self._start(ex.key, self.frame, self.ts)
+            ex.slot = Slot(self.seq + 1, ex)
+            self.seq += len(sent)  # each message is either kept or makes at most one anomaly
+            self._queue.append(ex.slot)
+
+    def answered(self, ex: Exchange) -> None:
+        """The answer's status is known (and its JSON body read, when refused): decide now."""
+        if ex.sent is not None and ex.status >= 200 and not ex.reads_error_body:
+            self.settle(ex)
+
+    def settle(self, ex: Exchange, *, unknown: bool = False) -> None:
+        """Put the request body's messages out, or what says they were not delivered (`delivery`);
+        `unknown`: the answer never came (or came too late to wait for), so they are kept."""
+        sent, ex.sent = ex.sent, None
+        if sent is None:
+            return
+        if ex.reads_error_body and ex.body is not None and ex.body_size <= MAX_BODY_BYTES:
+            ex.answered = answers(bytes(ex.body), ex.request_id)  # before the reply goes out: after the request
+        delivery = None if unknown else of_status(ex.status)
+        builds = [build for build, message in sent if delivered(delivery, message, ex.answered)]
+        dropped = [message for build, message in sent if not delivered(delivery, message, ex.answered)]
+        if dropped and delivery is not None:
+            ex.undelivered = True
+            builds += self._not_delivered(ex, delivery, dropped)
+        slot, ex.slot = ex.slot, None
+        frame, ts = ex.sent_at
+        if slot is None:
+            for build in builds:
+                if ex.key is not None:
+                    self.emit(ex.key, frame, ts, build)
+                else:
+                    ex.held.append((frame, ts, build))
+            return
+        key = ex.key or self.fallback_key(ex.client, ex.server)
+        slot.events = [build(slot.seq + n, key) for n, build in enumerate(builds)]
+        queue, out = self._queue, self.out
+        while queue:
+            head = queue[0]
+            if isinstance(head, Slot):
+                if head.events is None:
+                    break
+                out.extend(head.events)
+            else:
+                out.append(head)
+            queue.popleft()
+
+    def _not_delivered(self, ex: Exchange, delivery: Delivery, dropped: list[Message]) -> list[Build]:
+        """The anomalies that say so (`delivery.undelivered`); undelivered, they start no session."""
+        frame, ts = ex.sent_at
+        origin = self.origin(frame)
+        builds: list[Build] = []
+        for u in undelivered(delivery, ex.id, ex.status, ex.target, ex.location, dropped):
+            if ex.key is None or ex.key not in self._started:
+                self.anomaly(None, u.name, u.detail, request_id=u.request_id, method=u.method, frame=frame)
+            else:
+                builds.append(_anomaly(ts, origin, u.name, u.detail, u.request_id, u.method, u.requester))
+        return builds
 
     # -- keys --------------------------------------------------------------------------------------
 
@@ -238,6 +362,18 @@ class Sessions:
                 if value in self._legacy:
                     return self._legacy[value]
         return None
+
+
+def _anomaly(
+    ts: float | None,
+    origin: Origin,
+    name: str,
+    detail: str,
+    request_id: RequestId | None,
+    method: str | None,
+    requester: Side | None = None,
+) -> Build:
+    return lambda seq, key: Anomaly(seq, ts, origin, key, name, detail, request_id, method, requester=requester)
 
 
 def _endpoint_session(event: SseEvent) -> str | None:

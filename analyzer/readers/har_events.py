@@ -24,15 +24,19 @@ from ..model import (
     Origin,
     RequestId,
     Revision,
+    Side,
     TransportEvent,
     TransportKind,
 )
+from . import delivery
 from .har_entry import HarExchange
 from .har_session import SESSION_ID_CONFLICT, choose
 from .sse import SseEvent, SseParser
 
 Make = Callable[[int, str], Event]
 """Builds an event once its `seq` and session key are known."""
+Keep = Callable[[Message], bool]
+"""Whether a message of a body goes on the timeline."""
 Timed = tuple[float, Make]
 """The time an event is ordered by, and its maker."""
 
@@ -82,7 +86,7 @@ def exchange_events(ex: HarExchange, origin: Origin, source: str) -> EntryEvents
         return None
     build = _Builder(ex, origin)
     unrecorded = bool(ex.status) and ex.status not in _NO_BODY and _not_recorded(ex)
-    requests = build.body(ex.request_body, Direction.C2S, ex.sent, "request body", drop_requests=unrecorded)
+    requests = _request(build, unrecorded)
     first = next((m for m in requests if m.kind is MessageKind.REQUEST), None)
     request_id, method = (first.id, first.method) if first is not None else (None, None)
     session = choose(ex, method)
@@ -110,7 +114,12 @@ def exchange_events(ex: HarExchange, origin: Origin, source: str) -> EntryEvents
         build.timed.append((ex.first_byte, build.anomaly("har.entry-unreadable", what, ex.first_byte)))
     elif ex.response_body and sse and 200 <= ex.status < 300:
         _stream(build, ex.response_body)
-    elif ex.response_body and ex.response_body.strip() and (ex.status not in _NO_BODY or response_rpc):
+    elif (
+        ex.response_body
+        and ex.response_body.strip()
+        and (response_rpc or (ex.status < 300 and ex.status not in _NO_BODY))
+    ):
+        # a redirect's or an error's body that is no JSON-RPC (a proxy's HTML page) is no MCP message
         build.body(ex.response_body, Direction.S2C, ex.first_byte, "response body")
     if ex.status == 0:
         build.timed.append(_no_response(build, request_id, method))
@@ -126,6 +135,29 @@ def _endpoint_session(ex: HarExchange) -> str | None:
         if name in _SESSION_PARAMS and value:
             return f"{ex.host}?{name}={value[:_MAX_QUERY_VALUE]}"
     return None
+
+
+def _request(build: _Builder, unrecorded: bool) -> list[Message]:
+    """The request body's messages: those its answer's status says reached the server go on the
+    timeline (`delivery`: not a redirected or refused POST's; not a request whose reply the HAR did not
+    keep, when `unrecorded`), the others are named. Returns every message."""
+    ex = build.ex
+    fate = delivery.of_status(ex.status)
+    answer = (ex.response_body or "").encode() if fate is delivery.Delivery.REFUSED else b""
+
+    def reached(m: Message) -> bool:
+        return delivery.delivered(fate, m, bool(answer) and delivery.answers(answer, m.id))
+
+    def keep(m: Message) -> bool:
+        return reached(m) and not (unrecorded and m.kind is MessageKind.REQUEST)
+
+    requests = build.body(ex.request_body, Direction.C2S, ex.sent, "request body", keep=keep)
+    dropped = [m for m in requests if not reached(m)]
+    if dropped and fate is not None:
+        location = ex.response_headers.get("location")
+        for u in delivery.undelivered(fate, build.name, ex.status, ex.url, location, dropped):
+            build.timed.append((ex.sent, build.anomaly(u.name, u.detail, ex.sent, u.request_id, u.method, u.requester)))
+    return requests
 
 
 def _not_recorded(ex: HarExchange) -> bool:
@@ -193,10 +225,10 @@ class _Builder:
         self.timed: list[Timed] = []
 
     def body(
-        self, text: str | None, direction: Direction, ts: float, what: str, *, drop_requests: bool = False
+        self, text: str | None, direction: Direction, ts: float, what: str, *, keep: Keep | None = None
     ) -> list[Message]:
-        """The messages of one JSON body (or SSE event data), added with `ts` (requests left out when
-        `drop_requests`); problems as anomalies. Returns every message."""
+        """The messages of one JSON body (or SSE event data), added with `ts` (only those `keep` keeps);
+        problems as anomalies. Returns every message."""
         if not text:
             return []
         decoded = decode_text(text)
@@ -218,7 +250,7 @@ class _Builder:
         for problem in decoded.problems:
             self.timed.append((ts, self.anomaly(problem.name, f"{self.name}: {problem.detail}", ts)))
         for message in decoded.messages:
-            if not (drop_requests and message.kind is MessageKind.REQUEST):
+            if keep is None or keep(message):
                 self.timed.append((ts, self._message(message, direction, ts)))
         return list(decoded.messages)
 
@@ -232,7 +264,13 @@ class _Builder:
         self.timed.append((ts, make))
 
     def anomaly(
-        self, name: str, detail: str, ts: float, request_id: RequestId | None = None, method: str | None = None
+        self,
+        name: str,
+        detail: str,
+        ts: float,
+        request_id: RequestId | None = None,
+        method: str | None = None,
+        requester: Side | None = None,
     ) -> Make:
         origin = self.origin
-        return lambda seq, key: Anomaly(seq, ts, origin, key, name, detail, request_id, method)
+        return lambda seq, key: Anomaly(seq, ts, origin, key, name, detail, request_id, method, requester=requester)
