@@ -182,6 +182,11 @@ class Sessions:
             )
         )
 
+    def waiting(self) -> list[Event]:
+        """Events made but not in `out` yet: they wait, in order, behind request messages whose delivery
+        is not decided (those are not among them)."""
+        return [e for item in self._queue for e in (item.events or [] if isinstance(item, Slot) else [item])]
+
     def _put(self, event: Event) -> None:
         queue = self._queue
         if not queue:
@@ -262,11 +267,14 @@ class Sessions:
         if ex.reads_error_body and ex.body is not None and ex.body_size <= MAX_BODY_BYTES:
             ex.answered = answers(bytes(ex.body), ex.request_id)  # before the reply goes out: after the request
         delivery = None if unknown else of_status(ex.status)
-        builds = [build for build, message in sent if delivered(delivery, message, ex.answered)]
-        dropped = [message for build, message in sent if not delivered(delivery, message, ex.answered)]
-        if dropped and delivery is not None:
-            ex.undelivered = True
-            builds += self._not_delivered(ex, delivery, dropped)
+        if delivery is None or delivery is Delivery.DELIVERED:  # nearly every POST: no test per message
+            builds = [build for build, _ in sent]
+        else:
+            builds = [build for build, message in sent if delivered(delivery, message, ex.answered)]
+            dropped = [message for _, message in sent if not delivered(delivery, message, ex.answered)]
+            if dropped:
+                ex.undelivered = True
+                builds += self._not_delivered(ex, delivery, dropped)
         slot, ex.slot = ex.slot, None
         frame, ts = ex.sent_at
         if slot is None:
