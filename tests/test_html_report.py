@@ -76,7 +76,7 @@ def test_sections_come_verdict_first_and_inventory_last(samples_html: str) -> No
         "how-made",
     ]
     inventory = samples_html.split('<section id="inputs">')[1]
-    assert inventory.startswith("\n<h2>Inputs and sessions</h2>\n<details>\n<summary>81 input(s)")
+    assert inventory.startswith("\n<h2>Inputs and sessions</h2>\n<details>\n<summary>85 input(s)")
 
 
 def test_the_first_screen_draws_the_call_of_the_worst_finding(samples_html: str) -> None:
@@ -124,7 +124,7 @@ def test_verdict_of_an_outcome_gate_and_of_a_pass() -> None:
 def test_findings_are_worst_first_then_by_rule_id(samples_html: str) -> None:
     rows = _page(samples_html).rows
     order = [({"error": 0, "warning": 1, "info": 2}[str(r["data-severity"])], str(r["data-rule"])) for r in rows]
-    assert order == sorted(order) and len(rows) == 70
+    assert order == sorted(order) and len(rows) == 78
     assert [r["data-rule"] for r in rows][:3] == ["CW101", "CW101", "CW101"]
     assert {r["data-outcome"] for r in rows} == {"", "late-result-violation", "outcome-unverified", "verified-by-read"}
 
@@ -134,14 +134,14 @@ def test_every_link_resolves_and_findings_about_calls_link_them(samples_html: st
     assert len(page.ids) == len(set(page.ids))
     assert sorted(set(page.links) - set(page.ids)) == []
     calls = [i for i in page.ids if re.fullmatch(r"call-\d+", i)]
-    assert calls == [f"call-{n}" for n in range(1, 36)]  # four of them tasks cancelled with tasks/cancel
+    assert calls == [f"call-{n}" for n in range(1, 38)]  # 4 tasks cancelled by tasks/cancel
     for row in page.rows:
         if row["data-outcome"]:
             assert f"call-{row['data-call']}" in calls
 
 
 def test_the_verifying_read_is_shown(samples_html: str) -> None:
-    call = samples_html.split('<section class="call" id="call-30">')[1].split("</section>")[0]
+    call = samples_html.split('<section class="call" id="call-32">')[1].split("</section>")[0]
     assert (
         '<p class="read">Verifying read: <b>read_ledger</b> answered at '
         '<span class="mono">sample_captures/stdio/sdk-cancel-then-verify-by-read.jsonl:11</span>, '
@@ -210,13 +210,13 @@ def test_overview_charts_are_drawn_from_the_exchange_table(samples_html: str) ->
     ]
     outcomes = overview.split('<figure id="chart-outcomes">')[1].split("</figure>")[0]
     assert re.findall(r"<desc>([^<]*)</desc>", outcomes) == [
-        "late-result-violation: 11 call(s); outcome-unverified: 17 call(s); verified-by-read: 5 call(s); "
+        "late-result-violation: 13 call(s); outcome-unverified: 17 call(s); verified-by-read: 5 call(s); "
         "clean: 2 call(s)"
     ]
     findings = overview.split('<figure id="chart-findings">')[1].split("</figure>")[0]
     desc = re.findall(r"<desc>([^<]*)</desc>", findings)[0]
-    assert desc.startswith("CW101 response-after-cancel: 11 finding(s) (5 error, 6 warning); CW102 progress-after")
-    assert desc.endswith("CW206 sse-event-cut-off: 2 finding(s) (2 info)")  # later rules are past the chart's rows
+    assert desc.startswith("CW101 response-after-cancel: 13 finding(s) (5 error, 8 warning); CW102 progress-after")
+    assert desc.endswith("CW203 capture-ended-with-stream-open: 1 finding(s) (1 info)")  # later rules: past its rows
     latency = overview.split('<figure id="chart-latency">')[1].split("</figure>")[0]
     assert "tools/list: median " in latency and "29 request(s) without a timed reply are not drawn." in latency
     before = samples_html.split('<section id="overview">')[0]
