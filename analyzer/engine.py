@@ -199,6 +199,8 @@ class Engine:
             blind = frozenset(rule.id for rule, _ in self._timeline_rules if not _kinds_of(rule).isdisjoint(unrecorded))
             self._blind[unrecorded] = blind
         reason = f"the recording cannot show {', '.join(sorted(unrecorded))}"
+        if timeline.reply_unread:
+            reason = "a request's response was recorded but could not be read (its other requests are judged)"
         for rule in self.rules:
             if rule.id in blind:
                 self.skips.setdefault(

@@ -161,6 +161,9 @@ class Anomaly:
     """Seconds between the two events an anomaly relates (e.g. a reply and a late cancel), if known."""
     requester: Side | None = None
     """Whose id space `request_id` is in (the two peers number their requests separately)."""
+    reply_unread: bool = False
+    """The recording holds a response to the client's request `request_id` that could not be read (dropped
+    over a budget or a size limit, or cut): its reply may be in it, so silence is no longer proof of none."""
 
 
 Event = SessionStart | MessageEvent | TransportEvent | Anomaly

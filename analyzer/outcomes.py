@@ -77,6 +77,9 @@ def classify(timeline: RequestTimeline) -> CancelledCall | None:
     if EntryKind.RESULT in timeline.unrecorded:  # an HTTP+SSE session's HAR: replies are on a stream it lacks
         silent = short = "the recording cannot show its reply"
         certainty = Certainty.INFERRED
+    if timeline.reply_unread:  # a capture holds a response it could not read (dropped over a limit, or cut)
+        silent = short = "a response was recorded but could not be read"
+        certainty = Certainty.INFERRED
     if late is not None:
         evidence.append(late.entry.origin)
         certainty = late.entry.certainty

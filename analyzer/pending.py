@@ -17,6 +17,7 @@ from .entrylog import EntryLog
 from .model import (
     Anomaly,
     CancelInfo,
+    EntryKind,
     MessageEvent,
     RequestId,
     RequestTimeline,
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from .task_traffic import TaskTraffic
 
 _Key = tuple[Side, RequestId]
+#: What a timeline cannot show when a response to its request was recorded but not read.
+_REPLIES = frozenset({EntryKind.RESULT, EntryKind.ERROR_RESULT})
 #: How strongly a basis establishes a session's revision; a stronger one replaces a weaker one.
 _BASIS_RANK = {
     RevisionBasis.ASSUMED: 0,
@@ -75,6 +78,8 @@ class PendingRequest:
     verified_by: TimelineEntry | None = None
     gave_up: TimelineEntry | None = None
     """Where the requester's own library ended the call for its caller (`gave_up`), if it did."""
+    reply_unread: bool = False
+    """A response to it was recorded but not read (`Anomaly.reply_unread`)."""
 
     @property
     def key(self) -> _Key:
@@ -254,11 +259,21 @@ class SessionState:
 
     # -- output ------------------------------------------------------------------------------
 
+    def reply_unread(self, anomaly: Anomaly) -> None:
+        """A reader names a response to an open request that it could not read: the request's reply may be
+        in it, so its timeline must not judge its silence as proof of no reply."""
+        if anomaly.request_id is None:
+            return
+        item = self.open.get((anomaly.requester or Side.CLIENT, anomaly.request_id))
+        if item is not None and not item.replied:
+            item.reply_unread = True
+
     def timeline(self, item: PendingRequest, *, ended: bool) -> RequestTimeline:
         """The finalised timeline of `item` (its entry log is frozen into it)."""
         revision, basis = self.revision_for(item.declared_revision)
         tool = item.tool
         start = self.start
+        unread = item.reply_unread and not item.replied
         # Positional, in field order (tests/test_reconstruct_units.py pins it): one is built per request, and
         # sixteen keywords made reconstruction 5 % slower (Reconstructor alone, interleaved A/B, 40 rounds).
         return RequestTimeline(
@@ -278,7 +293,8 @@ class SessionState:
             item.cancel,
             item.verified_by,
             ended,
-            start.unrecorded,
+            start.unrecorded | _REPLIES if unread else start.unrecorded,
+            unread,
         )
 
     def anomaly(

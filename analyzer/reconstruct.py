@@ -124,6 +124,8 @@ class Reconstructor:
                 self._new_session(event)
             return
         if isinstance(event, Anomaly):
+            if event.reply_unread and event.session_key in self.sessions:
+                self.sessions[event.session_key].reply_unread(event)
             self._out.append(self._contextualise(event))
             return
         session = self.sessions.get(event.session_key) or self._session(event)

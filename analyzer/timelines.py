@@ -109,7 +109,10 @@ class RequestTimeline:
     ended_by_recording: bool = False
     """True when the timeline was still open when the recording ended (absence rules apply only then)."""
     unrecorded: frozenset[EntryKind] = frozenset()
-    """Entry kinds its recording cannot show (`SessionStart.unrecorded`)."""
+    """Entry kinds its recording cannot show (`SessionStart.unrecorded`; a reply recorded but unread adds the
+    replies)."""
+    reply_unread: bool = False
+    """A response to it was recorded but could not be read (`Anomaly.reply_unread`), and no reply was read."""
 
 
 @record

@@ -77,7 +77,7 @@ EXPECTED: dict[str, Found] = {
     "pcap/snaplen-cut-mid-json.pcapng": [
         ("http-unreadable", None, [80]),
         ("capture-snaplen-truncated", None, [77]),
-        ("sse-event-cut-off", None, [82]),
+        ("sse-event-cut-off", 3, [82]),
     ],
 }
 NEEDS_TSHARK = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed")

@@ -158,6 +158,7 @@ def test_the_positional_timeline_constructor_puts_every_field_in_its_place() -> 
     item.log.add(request)
     item.cancel = CancelInfo(CancelMechanism.NOTIFICATION, _entry(2, EntryKind.CANCEL), "user")
     item.verified_by = _entry(3, EntryKind.RESULT)
+    item.reply_unread = True
     timeline = session.timeline(item, ended=True)
     assert {f.name: getattr(timeline, f.name) for f in fields(timeline)} == {
         "session_key": "s",
@@ -176,7 +177,8 @@ def test_the_positional_timeline_constructor_puts_every_field_in_its_place() -> 
         "cancel": item.cancel,
         "verified_by": item.verified_by,
         "ended_by_recording": True,
-        "unrecorded": frozenset(),
+        "unrecorded": frozenset({EntryKind.RESULT, EntryKind.ERROR_RESULT}),
+        "reply_unread": True,
     }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..jsonrpc import decode_text
-from ..model import Anomaly, Direction, Message, MessageEvent, Origin, RequestId, Revision, TransportKind
+from ..model import Anomaly, Direction, Message, MessageEvent, Origin, RequestId, Revision, Side, TransportKind
 from .capture_sessions import Build, Exchange, Sessions, WaitsFor
 from .http1 import MAX_BODY_BYTES
 from .sse import SseEvent
@@ -110,10 +110,8 @@ class Bodies:
         if ex.body is None:
             return
         if ex.body_size > MAX_BODY_BYTES:
-            self.sessions.anomaly(
-                ex.key,
-                "http.body-too-large",
-                f"{ex.id}: response body of {ex.body_size} bytes; only {MAX_BODY_BYTES} read",
+            self._unread(
+                ex, "http.body-too-large", f"{ex.id}: response body of {ex.body_size} bytes; only {MAX_BODY_BYTES} read"
             )
         elif ex.body:
             self.json(ex, bytes(ex.body), Direction.S2C, "response body")
@@ -128,20 +126,19 @@ class Bodies:
         body = bytes(ex.body)
         self._release(ex)
         decoded = decode_text(body) if body and ex.body_size <= MAX_BODY_BYTES else None
-        judged = (
-            "the bytes that came are whole JSON and are read"
-            if decoded is not None and decoded.messages
-            else "its JSON-RPC reply is lost"
-        )
-        self.sessions.anomaly(
-            ex.key,
-            "http.body-truncated",
-            f"{ex.id}: {how} after {ex.body_size}{declared} response body bytes; {judged}",
-            request_id=ex.request_id,
-            method=ex.request_method,
-        )
+        detail = f"{ex.id}: {how} after {ex.body_size}{declared} response body bytes"
         if decoded is not None and decoded.messages:
+            s = self.sessions
+            s.anomaly(
+                ex.key,
+                "http.body-truncated",
+                f"{detail}; the bytes that came are whole JSON and are read",
+                request_id=ex.request_id,
+                method=ex.request_method,
+            )
             self.json(ex, body, Direction.S2C, "response body (cut)")
+        else:
+            self._unread(ex, "http.body-truncated", f"{detail}; its JSON-RPC reply is lost")
 
     def _hold(self, ex: Exchange, size: int) -> str | None:
         """The exchange now holds `size` response bytes; or, when that passes the budget, nothing changes and
@@ -160,13 +157,22 @@ class Bodies:
         return None
 
     def _over_budget(self, ex: Exchange, what: str, passed: str) -> None:
-        self.sessions.anomaly(
-            ex.key,
+        self._unread(
+            ex,
             BUDGET_EXCEEDED,
             f"{ex.id}: {what}: the responses held at once (other streams still open) would pass {passed}; "
             "its JSON-RPC messages are lost",
-            request_id=ex.request_id,
-            method=ex.request_method,
+        )
+
+    def _unread(self, ex: Exchange, name: str, detail: str) -> None:
+        """Name a response (or an SSE event of it) that is recorded but not read. It answers the exchange's
+        request, if it carried one: reconstruction must not take that request's silence for no reply."""
+        ts, origin, request_id, method = self.sessions.ts, self.sessions.origin(), ex.request_id, ex.request_method
+        self.sessions.for_exchange(
+            ex,
+            lambda seq, key: Anomaly(
+                seq, ts, origin, key, name, detail, request_id, method, requester=Side.CLIENT, reply_unread=True
+            ),
         )
 
     def _release(self, ex: Exchange) -> None:
@@ -184,20 +190,21 @@ class Bodies:
             return
         request_id: RequestId | None = None
         method: str | None = None
+        readable = False
         if partial.data:
             decoded = decode_text(partial.data)
             if decoded is not None and decoded.messages:
                 request_id, method = decoded.messages[0].id, decoded.messages[0].method
+                readable = True
         shown = partial.raw[:200].decode("utf-8", "replace")
         self.sessions.resolve(ex, None)
-        self.sessions.anomaly(
-            ex.key,
-            "sse.partial-event",
-            f"{ex.id}: the SSE stream stopped inside an event at byte {partial.start} "
-            f"(a client discards it): {shown!r}",
-            request_id=request_id,
-            method=method,
+        detail = (
+            f"{ex.id}: the SSE stream stopped inside an event at byte {partial.start} (a client discards it): {shown!r}"
         )
+        if ex.request_id is not None and (not readable or (method is None and request_id == ex.request_id)):
+            self._unread(ex, "sse.partial-event", detail)  # it may be (or is) the reply to the stream's request
+        else:
+            self.sessions.anomaly(ex.key, "sse.partial-event", detail, request_id=request_id, method=method)
 
     def _sse_event(self, ex: Exchange, event: SseEvent) -> None:
         s = self.sessions
@@ -206,8 +213,8 @@ class Bodies:
         if event.oversized:
             if event.dropped:
                 return  # named when it was dropped
-            s.anomaly(
-                ex.key, "sse.event-too-large", f"{ex.id}: an SSE event of {event.end - event.start} bytes was skipped"
+            self._unread(
+                ex, "sse.event-too-large", f"{ex.id}: an SSE event of {event.end - event.start} bytes was skipped"
             )
             return
         if event.event == "endpoint":
