@@ -64,8 +64,8 @@ class Engine:
                 self._by_anomaly.setdefault(name, []).append(rule)
         self._groups: dict[tuple[str, ...], _Group] = {}
         self.skips: dict[tuple[str, str], Skip] = {}
-        self._blind: dict[frozenset[EntryKind], frozenset[str]] = {}
-        """Entry kinds a recording cannot show -> ids of the timeline rules that name one of them."""
+        self._blind: dict[tuple[frozenset[EntryKind], bool], frozenset[str]] = {}
+        """(Entry kinds a recording cannot show, reply unread) -> ids of the timeline rules blind to them."""
         self.unruled_anomalies: dict[str, int] = {}
         """Anomaly names no selected rule handles (counted, so nothing is dropped unseen)."""
 
@@ -192,14 +192,19 @@ class Engine:
 
     def _not_judged(self, timeline: RequestTimeline) -> frozenset[str]:
         """The timeline rules that name an entry kind the recording cannot show: noted once per
-        session as not judged (their verdict would rest on evidence the format never holds)."""
-        unrecorded = timeline.unrecorded
-        blind = self._blind.get(unrecorded)
+        session as not judged (their verdict would rest on evidence the format never holds). A reply recorded
+        but unread hides only a reply: just the rules that judge its absence are blind to it."""
+        unrecorded, unread = timeline.unrecorded, timeline.reply_unread
+        blind = self._blind.get((unrecorded, unread))
         if blind is None:
-            blind = frozenset(rule.id for rule, _ in self._timeline_rules if not _kinds_of(rule).isdisjoint(unrecorded))
-            self._blind[unrecorded] = blind
+            blind = frozenset(
+                rule.id
+                for rule, _ in self._timeline_rules
+                if not (_absent_kinds(rule) if unread else _kinds_of(rule)).isdisjoint(unrecorded)
+            )
+            self._blind[(unrecorded, unread)] = blind
         reason = f"the recording cannot show {', '.join(sorted(unrecorded))}"
-        if timeline.reply_unread:
+        if unread:
             reason = "a request's response was recorded but could not be read (its other requests are judged)"
         for rule in self.rules:
             if rule.id in blind:
@@ -286,6 +291,12 @@ def _kinds_of(rule: Rule) -> frozenset[EntryKind]:
     cond = rule.condition
     selectors = (cond.on, cond.after, cond.then, cond.never)
     return frozenset().union(*(s.events for s in selectors if s is not None))
+
+
+def _absent_kinds(rule: Rule) -> frozenset[EntryKind]:
+    """The entry kinds whose absence a timeline rule judges (its `never`)."""
+    never = rule.condition.never
+    return frozenset() if never is None else frozenset(never.events)
 
 
 def _absence(

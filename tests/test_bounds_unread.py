@@ -21,8 +21,7 @@ NEEDS_TSHARK = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark
 
 NOT_JUDGED = (
     "a request's response was recorded but could not be read (its other requests are judged), so not judged: "
-    "response-after-cancel, late-result-race, request-never-answered, write-after-disconnect, "
-    "capture-ended-with-stream-open, message-after-disconnect"
+    "request-never-answered, capture-ended-with-stream-open"
 )
 
 

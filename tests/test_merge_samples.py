@@ -183,7 +183,7 @@ def test_progress_the_server_wrote_after_the_client_stopped_reading_never_reache
         ("CW102", 1, "exact", f"{name}.pcapng#26"),
         ("CW201", 1, "exact", f"{name}.pcapng#26"),
         ("CW202", 1, "exact", f"{name}.pcapng#20"),
-        ("CW206", None, "exact", f"{name}.pcapng#26"),
+        ("CW206", 1, "exact", f"{name}.pcapng#26"),
         ("CW501", 1, "exact", f"{name}.server.jsonl:19"),
     }
     (lost,) = [f for f in merged.findings if f.rule_id == "CW501"]
