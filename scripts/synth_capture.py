@@ -9,12 +9,19 @@ connection) and HTTP/1.1 text. Checksums are left zero (tshark does not check th
     .venv/bin/python scripts/synth_capture.py h2-bodies OUT STREAMS MIB [--end]
     .venv/bin/python scripts/synth_capture.py h2-sse OUT STREAMS MIB [--end]
     .venv/bin/python scripts/synth_capture.py h1-bodies OUT CONNECTIONS MIB
+    .venv/bin/python scripts/synth_capture.py h2-goaway OUT
+    .venv/bin/python scripts/synth_capture.py h2-goaway-processed OUT
 
 `h2-bodies`: one connection, STREAMS tools/call POSTs answered `200 application/json`, their bodies of MIB
 MiB each sent round-robin in 16 KiB DATA frames (all in flight at once); with `--end` each body ends as
 whole JSON, else none ends (the capture stops with them open). `h2-sse`: the same as `text/event-stream`,
 each body one SSE event. `h1-bodies`: CONNECTIONS connections, each
 one POST answered with a Content-Length body of MIB MiB of which all but the last byte is sent.
+`h2-goaway` (a HAND-WRITTEN flow, no server we know does it on purpose): initialize on stream 1, tools/call
+id 2 on stream 3 and its notifications/cancelled on stream 5; the server answers GOAWAY(last_stream=1)
+(RFC 9113 6.8: streams 3 and 5 never processed) and closes; the client sends the tools/call again on a
+second connection and gets its result. `h2-goaway-processed`, the nearest miss: the same up to the GOAWAY,
+whose last_stream=5 says both were processed (the server closes with them open), and no re-send.
 """
 
 from __future__ import annotations
@@ -165,15 +172,80 @@ def h1_bodies(out: Path, connections: int, mib: float) -> None:
     cap.close()
 
 
+class H2Pair:
+    """A client and a server `h2` connection over one `Tcp`, their frames written as they go."""
+
+    def __init__(self, cap: Pcapng, cport: int) -> None:
+        self.tcp = Tcp(cap, cport)
+        self.client = h2.connection.H2Connection(H2Configuration(client_side=True, header_encoding="utf-8"))
+        self.server = h2.connection.H2Connection(H2Configuration(client_side=False, header_encoding="utf-8"))
+        self.client.initiate_connection()
+        self.server.initiate_connection()
+        self.flush()
+
+    def flush(self) -> None:
+        for sender, receiver, from_client in ((self.client, self.server, True), (self.server, self.client, False)):
+            data = sender.data_to_send()
+            if data:
+                self.tcp.send(from_client, data)
+                receiver.receive_data(data)
+
+    def post(self, sid: int, message: dict[str, object], session: str | None) -> None:
+        headers = [(":method", "POST"), (":authority", "127.0.0.2:8000"), (":scheme", "http"), (":path", "/mcp")]
+        headers += [("content-type", "application/json"), ("accept", "application/json, text/event-stream")]
+        headers += [("mcp-session-id", session)] if session else []
+        self.client.send_headers(sid, headers)
+        self.client.send_data(sid, json.dumps(message).encode(), end_stream=True)
+        self.flush()
+
+    def answer(self, sid: int, message: dict[str, object], session: str) -> None:
+        headers = [(":status", "200"), ("content-type", "application/json"), ("mcp-session-id", session)]
+        self.server.send_headers(sid, headers)
+        self.server.send_data(sid, json.dumps(message).encode(), end_stream=True)
+        self.flush()
+
+    def close(self) -> None:
+        self.tcp.fin(True)
+        self.tcp.fin(False)
+
+
+def h2_goaway(out: Path, last_stream: int) -> None:
+    cap = Pcapng(out)
+    session, version = "goaway-session-1", "2025-06-18"
+    info = {"name": "synth", "version": "1"}
+    init = {"protocolVersion": version, "capabilities": {}, "clientInfo": info}
+    first = H2Pair(cap, 40000)
+    first.post(1, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}, None)
+    ready = {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info}
+    first.answer(1, {"jsonrpc": "2.0", "id": 1, "result": ready}, session)
+    first.post(3, json.loads(call(2)), session)
+    cancel = {"requestId": 2, "reason": "user gave up"}
+    first.post(5, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}, session)
+    first.server.close_connection(last_stream_id=last_stream)
+    first.flush()
+    first.close()
+    if last_stream >= 5:
+        cap.close()
+        return
+    second = H2Pair(cap, 40001)
+    second.post(1, json.loads(call(2)), session)
+    done = {"content": [{"type": "text", "text": "exported"}], "isError": False}
+    second.answer(1, {"jsonrpc": "2.0", "id": 2, "result": done}, session)
+    second.close()
+    cap.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("kind", choices=["h2-bodies", "h2-sse", "h1-bodies"])
+    ap.add_argument("kind", choices=["h2-bodies", "h2-sse", "h1-bodies", "h2-goaway", "h2-goaway-processed"])
     ap.add_argument("out", type=Path)
-    ap.add_argument("count", type=int)
-    ap.add_argument("mib", type=float)
+    ap.add_argument("count", type=int, nargs="?", default=0)
+    ap.add_argument("mib", type=float, nargs="?", default=0.0)
     ap.add_argument("--end", action="store_true")
     args = ap.parse_args()
-    if args.kind.startswith("h2-"):
+    if args.kind.startswith("h2-goaway"):
+        h2_goaway(args.out, 5 if args.kind == "h2-goaway-processed" else 1)
+    elif args.kind.startswith("h2-"):
         media = "text/event-stream" if args.kind == "h2-sse" else "application/json"
         h2_bodies(args.out, args.count, args.mib, args.end, media)
     else:

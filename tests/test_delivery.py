@@ -1,6 +1,6 @@
-"""What a redirected or refused POST delivered (`analyzer/readers/delivery.py`): nothing, so its messages
-go on no timeline; exact verdicts on the real SDK's redirect sample and the hand-written refusals (captures
-and HAR), and the order the held request messages keep."""
+"""What a redirected, refused or unprocessed (HTTP/2 GOAWAY) POST delivered (`analyzer/readers/delivery.py`):
+nothing, so its messages go on no timeline; exact verdicts on the real SDK's redirect sample, the hand-written
+refusals (captures and HAR) and GOAWAY frames, and the order the held request messages keep."""
 
 from __future__ import annotations
 
@@ -102,6 +102,35 @@ def test_har_redirect(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _findings(report) == {("CW216", "info", 3, (257,))}
 
 
+# -- HTTP/2 GOAWAY ---------------------------------------------------------------------------------------
+
+
+@NEEDS_TSHARK
+def test_goaway_unprocessed_streams_delivered_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GOAWAY(last_stream=1) (frame 10) while stream 3 holds tools/call id 2 (8) and stream 5 its cancel (9):
+    RFC 9113 6.8, never processed. The tools/call the client sends again on a second connection (18) is its
+    only delivery (CW303 duplicate-in-flight-id at 18 before), the cancel cancelled nothing (CW217; before,
+    it counted as a cancel the server got), and the unprocessed POSTs are said (CW218, once per session)."""
+    report = _report(FIXTURES / "post-not-processed" / "triggers.pcapng", monkeypatch)
+    assert _findings(report) == {("CW217", "warning", 2, (9,)), ("CW218", "info", 2, (8, 9))}
+    assert _calls(report) == []
+    (cw218,) = [f for f in report["findings"] if f["rule_id"] == "CW218"]
+    assert cw218["message"].endswith(
+        "tcp0/h2s3: the server's HTTP/2 GOAWAY says it never processed POST /mcp: tools/call (id 2) not delivered "
+        "by it (a client may send it again on a new connection) (and 1 more like it)"
+    )
+    assert len(report["sessions"]) == 1
+
+
+@NEEDS_TSHARK
+def test_goaway_above_the_streams_keeps_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same up to a GOAWAY(last_stream=5) and no re-send: both streams may have been processed, so the
+    cancel is one the server got (its call cancelled, outcome unknown) and nothing is said."""
+    report = _report(FIXTURES / "post-not-processed" / "clean.pcapng", monkeypatch)
+    assert _findings(report) == set()
+    assert _calls(report) == [(2, "notification", "outcome-unverified")]
+
+
 # -- 4xx/5xx with a JSON-RPC body ----------------------------------------------------------------------
 
 
@@ -162,6 +191,7 @@ def test_only_an_answered_request_survives_a_refusal() -> None:
     assert not delivered(Delivery.REFUSED, CALL, False)
     assert delivered(Delivery.REFUSED, CALL, True)
     assert not delivered(Delivery.REFUSED, CANCEL, True)
+    assert not delivered(Delivery.UNPROCESSED, CALL, True) and not delivered(Delivery.UNPROCESSED, CANCEL, False)
     assert answers(b'{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"no"}}', 3)
     assert not answers(b'{"jsonrpc":"2.0","id":null,"error":{"code":-1,"message":"no"}}', 3)
     assert not answers(b"Session not found", 3)

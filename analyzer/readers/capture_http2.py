@@ -9,7 +9,8 @@ The same transport kinds as on HTTP/1.1 (`capture_http`), so every rule reads bo
 * CLOSED_BY_CLIENT: the client's GOAWAY with an error code, or its FIN, while the response is open
   (a GOAWAY with NO_ERROR lets open streams finish: it is no close by itself);
 * CLOSED_BY_SERVER: an SSE response ends (END_STREAM), the server's FIN cuts a response, or its
-  GOAWAY says a stream above its last stream id was never processed;
+  GOAWAY says a stream above its last stream id was never processed (then, unanswered, its request
+  body's messages were not delivered: `delivery`, Delivery.UNPROCESSED);
 * RECEIVE_WINDOW_ZERO: the server used up the flow-control window the client granted for a stream
   (or the connection) while the response is open: the client stopped reading (once per episode);
 * SERVER_BYTES: a DATA frame from the server on a stream the client reset or closed (once per frame).
@@ -167,7 +168,10 @@ class Http2Capture:
                 self.sessions.transport(ex, TransportKind.CLOSED_BY_CLIENT, detail)
                 ex.client_closed = True
             elif not event.from_client and ex.number > event.last_stream:
-                detail = f"HTTP/2 GOAWAY ({event.code}): the server never processed stream {ex.number}"
+                detail = f"HTTP/2 GOAWAY ({event.code}, last stream {event.last_stream}): "
+                detail += f"the server never processed stream {ex.number}"
+                if not ex.status:  # unanswered: its messages never reached the server (RFC 9113 6.8)
+                    self.sessions.settle(ex, unprocessed=True)
                 how = "the server's GOAWAY dropped the stream"
                 self._cut(conn, ex, TransportKind.CLOSED_BY_SERVER, detail, how, None)
 

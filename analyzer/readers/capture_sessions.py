@@ -258,15 +258,16 @@ class Sessions:
         if ex.sent is not None and ex.status >= 200 and not ex.reads_error_body:
             self.settle(ex)
 
-    def settle(self, ex: Exchange, *, unknown: bool = False) -> None:
+    def settle(self, ex: Exchange, *, unknown: bool = False, unprocessed: bool = False) -> None:
         """Put the request body's messages out, or what says they were not delivered (`delivery`);
-        `unknown`: the answer never came (or came too late to wait for), so they are kept."""
+        `unknown`: the answer never came (or came too late to wait for), so they are kept;
+        `unprocessed`: the server's HTTP/2 GOAWAY says it never processed the stream."""
         sent, ex.sent = ex.sent, None
         if sent is None:
             return
         if ex.reads_error_body and ex.body is not None and ex.body_size <= MAX_BODY_BYTES:
             ex.answered = answers(bytes(ex.body), ex.request_id)  # before the reply goes out: after the request
-        delivery = None if unknown else of_status(ex.status)
+        delivery = Delivery.UNPROCESSED if unprocessed else None if unknown else of_status(ex.status)
         if delivery is None or delivery is Delivery.DELIVERED:  # nearly every POST: no test per message
             builds = [build for build, _ in sent]
         else:

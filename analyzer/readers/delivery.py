@@ -13,6 +13,11 @@ HAR files (`har_events`):
   answers by its id is the exception: that error is the request's reply, so the request did reach
   the MCP layer. A refused `notifications/cancelled` cancelled nothing: `http.cancel-not-delivered`
   (CW217) names the call it was for, and that call is judged as never cancelled by it.
+* Unprocessed: the server's HTTP/2 GOAWAY names a last stream id below the POST's stream before any
+  answer came: "streams ... with identifiers higher than the last stream identifier ... were not
+  processed" (RFC 9113 6.8), and a client may send them again on a new connection, which is then
+  their delivery. Not delivered (`http2.unprocessed`, CW218, once per session); a cancel in it is
+  CW217 as for a refused POST.
 * No final status (the connection or the recording ended first): unknown, read as delivered (a
   message that may have reached the server stays on its timeline, as before).
 
@@ -32,6 +37,7 @@ from ..model import Message, RequestId, Side
 REDIRECTED = "http.redirected"
 REFUSED = "http.error-status"
 CANCEL_NOT_DELIVERED = "http.cancel-not-delivered"
+UNPROCESSED = "http2.unprocessed"
 
 
 class Delivery(StrEnum):
@@ -43,6 +49,8 @@ class Delivery(StrEnum):
     """3xx: the client may send them again at the Location; that is their delivery."""
     REFUSED = "refused"
     """4xx or 5xx: the server (or a gateway in front of it) did not accept them."""
+    UNPROCESSED = "unprocessed"
+    """HTTP/2 GOAWAY below the stream, no answer: the server never processed it (RFC 9113 6.8)."""
 
 
 def of_status(status: int) -> Delivery | None:
@@ -109,15 +117,33 @@ def undelivered(
     delivery: Delivery, where: str, status: int, target: str, location: str | None, dropped: Sequence[Message]
 ) -> list[Undelivered]:
     """What says `dropped` were not delivered: a redirect once per POST (an HTTP error is named by
-    `http.error-status` where the answer's status is read), and each refused cancel, for its call."""
+    `http.error-status` where the answer's status is read), a stream the server never processed once
+    per POST, and each refused or unprocessed cancel, for its call."""
+    first = dropped[0]
+    rid, method = (first.id, first.method) if first.method is not None else (None, None)
     if delivery is Delivery.REDIRECTED:
-        first = dropped[0]
-        rid, method = (first.id, first.method) if first.method is not None else (None, None)
         return [Undelivered(REDIRECTED, redirect_detail(where, status, target, location, dropped), rid, method, None)]
-    return [
-        Undelivered(CANCEL_NOT_DELIVERED, cancel_detail(where, status, target, rid), rid, None, Side.CLIENT)
-        for _, rid in refused_cancels(dropped)
+    said = []
+    if delivery is Delivery.UNPROCESSED:
+        detail = (
+            f"{where}: the server's HTTP/2 GOAWAY says it never processed POST {target}: {named(dropped)} not "
+            "delivered by it (a client may send it again on a new connection)"
+        )
+        said.append(Undelivered(UNPROCESSED, detail, rid, method, None))
+    cancels = refused_cancels(dropped)
+    answered_by = answer(delivery, status)
+    said += [
+        Undelivered(CANCEL_NOT_DELIVERED, cancel_detail(where, answered_by, target, cid), cid, None, Side.CLIENT)
+        for _, cid in cancels
     ]
+    return said
+
+
+def answer(delivery: Delivery, status: int) -> str:
+    """What kept a POST's messages from the server, for details: `HTTP 404`, or the GOAWAY."""
+    if delivery is Delivery.UNPROCESSED:
+        return "the server's HTTP/2 GOAWAY (it never processed the stream)"
+    return f"HTTP {status}"
 
 
 def redirect_detail(where: str, status: int, target: str, location: str | None, messages: Sequence[Message]) -> str:
@@ -134,9 +160,9 @@ def refused_cancels(messages: Iterable[Message]) -> list[tuple[Message, RequestI
     return [(m, target) for m in messages if (target := cancelled_id(m)) is not None]
 
 
-def cancel_detail(where: str, status: int, target: str, cancelled: RequestId) -> str:
-    """The `http.cancel-not-delivered` detail."""
+def cancel_detail(where: str, answer: str, target: str, cancelled: RequestId) -> str:
+    """The `http.cancel-not-delivered` detail; `answer` says what kept it from the server."""
     return (
-        f"{where}: HTTP {status} to POST {target} holding the notifications/cancelled of id {cancelled!r}; "
+        f"{where}: {answer} to POST {target} holding the notifications/cancelled of id {cancelled!r}; "
         "the call is judged as never cancelled by it"
     )
