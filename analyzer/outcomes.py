@@ -61,25 +61,29 @@ def _folded(entries: tuple[TimelineEntry, ...]) -> tuple[TimelineEntry, ...]:
     return tuple(out)
 
 
+def _silence(timeline: RequestTimeline, mechanism: CancelMechanism) -> tuple[str, str, Certainty]:
+    """The words for a cancelled call with no late reply (long, short), and how sure that silence is."""
+    if timeline.reply_unread:  # a capture holds a response it could not read (dropped over a limit, or cut)
+        unread = "a response was recorded but could not be read"
+        return unread, unread, Certainty.INFERRED
+    if EntryKind.RESULT in timeline.unrecorded:  # an HTTP+SSE session's HAR: replies are on a stream it lacks
+        return "the recording cannot show its reply", "the recording cannot show its reply", Certainty.INFERRED
+    # silence is exact only up to the end of the recording; judged when the hold ended, a reply may follow
+    certainty = Certainty.EXACT if timeline.ended_by_recording else Certainty.INFERRED
+    if mechanism is CancelMechanism.TASKS_CANCEL:  # a task's words say what its tasks/cancel was answered
+        words = task_outcomes.silence(timeline)
+        return words, words, certainty
+    return "no reply after the cancel", "no reply", certainty
+
+
 def classify(timeline: RequestTimeline) -> CancelledCall | None:
     cancel = timeline.cancel
     if cancel is None:
         return None
     late = _late(timeline)
     evidence = [cancel.entry.origin]
-    # silence is exact only up to the end of the recording; judged when the hold ended, a reply may follow
-    certainty = Certainty.EXACT if timeline.ended_by_recording else Certainty.INFERRED
+    silent, short, certainty = _silence(timeline, cancel.mechanism)
     verified_by = None
-    # the words for silence: a task's say what its tasks/cancel was answered
-    silent, short = "no reply after the cancel", "no reply"
-    if cancel.mechanism is CancelMechanism.TASKS_CANCEL:
-        silent = short = task_outcomes.silence(timeline)
-    if EntryKind.RESULT in timeline.unrecorded:  # an HTTP+SSE session's HAR: replies are on a stream it lacks
-        silent = short = "the recording cannot show its reply"
-        certainty = Certainty.INFERRED
-    if timeline.reply_unread:  # a capture holds a response it could not read (dropped over a limit, or cut)
-        silent = short = "a response was recorded but could not be read"
-        certainty = Certainty.INFERRED
     if late is not None:
         evidence.append(late.entry.origin)
         certainty = late.entry.certainty
