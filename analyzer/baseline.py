@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from . import __version__, jsonrpc
+from . import __version__
 from .errors import BaselineError
 from .files import read_regular
-from .model import Finding, Session
+from .model import Finding, Session, jsonrpc
 
 if TYPE_CHECKING:
     from .gates import Issue

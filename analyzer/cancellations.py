@@ -15,8 +15,8 @@ import pickle
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from .forms import cancellation, listed_json
 from .model import CancelledCall
+from .model.forms import cancellation, listed_json
 from .spool import Spool
 
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import orjson
 
-from . import diagram, forms, redact, report
+from . import diagram, redact, report
 from .errors import CancelwireError, InputError
-from .model import CancelledCall, RequestTimeline
+from .model import CancelledCall, RequestTimeline, forms
 from .pipeline import AuditOptions, audit
 
 #: Requests kept while looking for one id (the same id can be in many sessions, and in both id spaces).

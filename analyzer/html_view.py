@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from . import rendering
-from .forms import frame_filter
 from .gates import IssueKind, Triage
+from .model.forms import frame_filter
 from .policy import DEFAULT_GATES, OUTCOME_HELP
 
 #: The worst findings repeated in the verdict, so the first screen shows what to look at.

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from . import inert
-from .forms import display_filter
 from .gates import Issue, Triage
+from .model.forms import display_filter
 from .policy import Gate
 
 #: Issues written out per test case; the rest are counted (a broken recording can raise thousands).

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from . import revisions
 from .entrylog import EntryLog
 from .model import (
     Anomaly,
@@ -29,6 +28,7 @@ from .model import (
     TimelineEntry,
     ToolEffect,
     TransportEvent,
+    revisions,
 )
 from .ordering import relate
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
-from . import cancels, gave_up, holds, progress_notifications, revisions, streams, task_traffic, tasks
+from . import cancels, gave_up, holds, progress_notifications, streams, task_traffic, tasks
 from .entrylog import EntryLog, message_entry
 from .finished import FinishedRequests
 from .model import (
@@ -45,6 +45,7 @@ from .model import (
     Transport,
     TransportEvent,
     Vantage,
+    revisions,
 )
 from .ordering import says_cancelled
 from .pending import (

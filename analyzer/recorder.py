@@ -38,8 +38,8 @@ from types import FrameType
 from typing import IO, Any
 
 from .errors import CancelwireError, InputError, OutputError
+from .model.transcript_format import FORMAT_VERSION, HEADER_KEY
 from .outputs import open_nonblocking
-from .transcript_format import FORMAT_VERSION, HEADER_KEY
 
 __all__ = ["FORWARDED_SIGNALS", "default_output_path", "record"]
 

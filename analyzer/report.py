@@ -12,12 +12,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TextIO, TypeVar
 
-from . import __version__, jsonrpc
+from . import __version__
 from .baseline import FindingPrints
 from .catalog import load_catalog
-from .forms import cancellation, display_filter, listed_json, origin_dict, time_text
 from .gates import Triage
-from .model import Finding, Session
+from .model import Finding, Session, jsonrpc
+from .model.forms import cancellation, display_filter, listed_json, origin_dict, time_text
 from .results import AuditResult, HowMade
 from .verdict import verdict
 

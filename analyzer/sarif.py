@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
 
-from . import __version__, jsonrpc
-from .forms import display_filter
+from . import __version__
 from .gates import Issue, Triage
-from .model import Origin, Severity
+from .model import Origin, Severity, jsonrpc
+from .model.forms import display_filter
 from .policy import OUTCOME_HELP, Gate
 from .rule import Rule
 

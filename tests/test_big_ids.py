@@ -7,9 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from cancelwire import jsonrpc
-from cancelwire.jsonrpc import decode_text
-from cancelwire.model import MessageKind
+from cancelwire.model import MessageKind, jsonrpc
+from cancelwire.model.jsonrpc import decode_text
 from cancelwire.pipeline import audit
 
 from tests.fuzzing import run_cli

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cancelwire.model.timestamps import plausible
 from cancelwire.readers.tshark_fields import FIELDS, parse_line
-from cancelwire.timestamps import plausible
 from fuzzing import ROOT, run_cli
 
 CORPUS = ROOT / "tests" / "corpus"

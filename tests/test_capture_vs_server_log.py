@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cancelwire.jsonrpc import classify
 from cancelwire.model import Direction, MessageEvent
+from cancelwire.model.jsonrpc import classify
 from cancelwire.readers import InputSource, ReadOptions
 from cancelwire.readers.pcap import READER
 

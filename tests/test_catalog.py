@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from cancelwire import revisions
 from cancelwire.catalog import load_catalog
 from cancelwire.catalog_text import explain_text
 from cancelwire.errors import CancelwireError, RuleFileError
+from cancelwire.model import revisions
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = load_catalog()

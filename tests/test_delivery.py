@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cancelwire.jsonrpc import decode_text
 from cancelwire.model import Anomaly, Direction, Message, MessageEvent, Side, Vantage
+from cancelwire.model.jsonrpc import decode_text
 from cancelwire.pipeline import audit
 from cancelwire.readers.capture_sessions import MAX_BACKLOG, Build, Exchange, Sessions
 from cancelwire.readers.delivery import Delivery, answers, delivered, of_status

@@ -19,9 +19,10 @@ from typing import Any
 
 import cancelwire
 import pytest
-from cancelwire import cli, fleet, forms, pipeline, progress
+from cancelwire import cli, fleet, pipeline, progress
 from cancelwire.catalog import load_catalog
 from cancelwire.formats import FORMATS
+from cancelwire.model import forms
 from cancelwire.partial import Partial
 from cancelwire.results import HowMade
 from transcripts import Line, write_transcript

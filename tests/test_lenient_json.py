@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cancelwire.jsonrpc import decode_text
 from cancelwire.model import MessageKind
+from cancelwire.model.jsonrpc import decode_text
 from cancelwire.pipeline import audit
 
 

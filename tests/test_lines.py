@@ -1,7 +1,7 @@
 import io
 
-from cancelwire.jsonrpc import decode_text
 from cancelwire.model import MessageKind
+from cancelwire.model.jsonrpc import decode_text
 from cancelwire.readers.lines import RawLine, iter_lines
 
 

@@ -1,9 +1,8 @@
 import json
 import pickle
 
-from cancelwire import forms
 from cancelwire.cancellations import Cancellations, pack
-from cancelwire.model import CancelledCall, CancelMechanism, Certainty, Origin, Outcome
+from cancelwire.model import CancelledCall, CancelMechanism, Certainty, Origin, Outcome, forms
 from cancelwire.spool import SortedSpool, Spool
 
 

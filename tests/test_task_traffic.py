@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 from cancelwire import audit
-from cancelwire.jsonrpc import classify_text
 from cancelwire.model import Anomaly, Direction, MessageEvent, Origin, SessionStart, Transport, Vantage
+from cancelwire.model.jsonrpc import classify_text
 from cancelwire.pending import MAX_TASKS
 from cancelwire.reconstruct import ReconstructOptions, Reconstructor
 

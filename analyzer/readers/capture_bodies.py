@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..jsonrpc import decode_text
 from ..model import Anomaly, Direction, Message, MessageEvent, Origin, RequestId, Revision, Side, TransportKind
+from ..model.jsonrpc import decode_text
 from .capture_sessions import Build, Exchange, Sessions, WaitsFor
 from .http1 import MAX_BODY_BYTES
 from .sse import SseEvent

@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from ..jsonrpc import decode_text
 from ..model import Direction, Message, TransportEvent, TransportKind
+from ..model.jsonrpc import decode_text
 from .capture_bodies import Bodies
 from .capture_http2 import Http2Capture
 from .capture_sessions import Build, Exchange, Sessions, WaitsFor

@@ -11,7 +11,6 @@ from collections.abc import Iterator, Sequence
 from orjson import JSONDecodeError
 from orjson import loads as _loads
 
-from ..jsonrpc import EXCERPT_CHARS, classify_one, decode_text, excerpt
 from ..model import (
     Anomaly,
     Direction,
@@ -24,7 +23,8 @@ from ..model import (
     TransportEvent,
     TransportKind,
 )
-from ..timestamps import plausible
+from ..model.jsonrpc import EXCERPT_CHARS, classify_one, decode_text, excerpt
+from ..model.timestamps import plausible
 from .lines import DEFAULT_MAX_LINE_BYTES, RawLine
 
 _JSONRPC_MEMBER = re.compile(r'"jsonrpc"\s*:\s*"2\.0"')

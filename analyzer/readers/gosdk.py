@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from ..jsonrpc import decode_text
 from ..model import Event, Message, Side
+from ..model.jsonrpc import decode_text
 from .base import InputSource, ReadOptions
 from .events import UNREAD_MESSAGE, holds_jsonrpc
 from .hostlog_sessions import (

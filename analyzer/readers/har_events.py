@@ -12,7 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 
-from ..jsonrpc import decode_text
 from ..model import (
     Anomaly,
     Direction,
@@ -28,6 +27,7 @@ from ..model import (
     TransportEvent,
     TransportKind,
 )
+from ..model.jsonrpc import decode_text
 from . import delivery
 from .har_entry import HarExchange
 from .har_session import SESSION_ID_CONFLICT, choose

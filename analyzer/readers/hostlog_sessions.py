@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from ..jsonrpc import decode_text
 from ..model import Anomaly, Direction, Event, Message, MessageKind, SessionStart, Side, Transport, Vantage
-from ..timestamps import plausible
+from ..model.jsonrpc import decode_text
+from ..model.timestamps import plausible
 from .base import ReadOptions
 from .events import EventFactory
 from .source import InputSource

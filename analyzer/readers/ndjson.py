@@ -41,9 +41,9 @@ from typing import Any
 
 import orjson
 
-from ..jsonrpc import classify_text, decode_text
 from ..model import Anomaly, Direction, Event, Message, MessageKind, RequestId, Side, Vantage
-from ..transcript_format import HEADER_KEY
+from ..model.jsonrpc import classify_text, decode_text
+from ..model.transcript_format import HEADER_KEY
 from .base import InputSource, ReadOptions
 from .events import EventFactory
 from .hostlog_sessions import (

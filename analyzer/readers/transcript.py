@@ -21,8 +21,8 @@ from ..model import (
     TransportKind,
     Vantage,
 )
-from ..timestamps import EARLIEST, LATEST, plausible
-from ..transcript_format import FORMAT_VERSION, HEADER_KEY
+from ..model.timestamps import EARLIEST, LATEST, plausible
+from ..model.transcript_format import FORMAT_VERSION, HEADER_KEY
 from .base import InputSource, ReadOptions
 from .events import EventFactory
 from .lines import RawLine, iter_line_batches

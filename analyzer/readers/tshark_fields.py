@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ToolMissingError
-from ..timestamps import EARLIEST, LATEST
+from ..model.timestamps import EARLIEST, LATEST
 
 INSTALL_HINT = "install it: sudo apt-get install tshark (Debian/Ubuntu), or Wireshark's installer elsewhere"
 MIN_TSHARK = (3, 6)

@@ -15,8 +15,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from . import jsonrpc
-from .model import CancelledCall, Mark, Origin, Relation, RequestTimeline
+from . import CancelledCall, Mark, Origin, Relation, RequestTimeline, jsonrpc
 
 
 def origin_dict(origin: Origin) -> dict[str, Any]:

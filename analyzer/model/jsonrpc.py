@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from .model import Message, MessageKind
+from . import Message, MessageKind
 
 EXCERPT_CHARS = 400
 _ABSENT: Any = object()

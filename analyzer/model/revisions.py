@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import REVISIONS, Revision
+from . import REVISIONS, Revision
 
 #: `params._meta` key carrying the revision in every 2026-07-28 request (Lifecycle, 2026-07-28).
 META_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
