@@ -25,7 +25,7 @@ from .pipeline import audit as run_audit
 from .readers.base import ReadOptions
 from .reconstruct import ReconstructOptions
 from .results import AuditResult, Setting
-from .spool import Spool
+from .support.spool import Spool
 
 PathLike = str | os.PathLike[str]
 T = TypeVar("T", int, float)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn, TypeVar
 
-from . import __version__, inert
+from . import __version__
 from .config import Settings, count_of, find_settings, load_settings, seconds_of
 from .formats import FORMATS
 from .model import REVISIONS, Vantage
@@ -22,6 +22,7 @@ from .readers import ReadOptions, reader_names
 from .readers.inflate import InflateLimits, ratio_of
 from .reconstruct import DEFAULT_MAX_OPEN, ReconstructOptions
 from .results import Setting
+from .support import inert
 
 #: Frame numbers are 32-bit in pcap/pcapng tools (tshark's frame.number is a uint32).
 MAX_FRAME = 2**32 - 1

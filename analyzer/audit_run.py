@@ -22,10 +22,10 @@ from .errors import InputError, OutputError
 from .fleet import Fleet
 from .formats import Output
 from .gates import Triage
-from .outputs import STEP_SUMMARY, AtomicOutput, appending
 from .pipeline import AuditOptions, audit
 from .results import AuditResult
-from .spool import Spool
+from .support.outputs import STEP_SUMMARY, AtomicOutput, appending
+from .support.spool import Spool
 
 T = TypeVar("T")
 

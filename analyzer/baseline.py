@@ -29,8 +29,8 @@ import orjson
 
 from . import __version__
 from .errors import BaselineError
-from .files import read_regular
 from .model import Finding, Session, jsonrpc
+from .support.files import read_regular
 
 if TYPE_CHECKING:
     from .gates import Issue

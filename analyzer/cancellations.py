@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from .model import CancelledCall
 from .model.forms import cancellation, listed_json
-from .spool import Spool
+from .support.spool import Spool
 
 
 def json_text(call: CancelledCall) -> str:

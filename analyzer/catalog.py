@@ -18,7 +18,6 @@ from typing import Any, TypeVar
 
 from .config import seconds_of
 from .errors import RuleFileError
-from .files import data_dir, key_text, read_toml, shown
 from .model import (
     REVISIONS,
     CancelMechanism,
@@ -43,6 +42,7 @@ from .rule import (
     Timing,
     Where,
 )
+from .support.files import data_dir, key_text, read_toml, shown
 
 PLACEHOLDERS = frozenset({"method", "request_id", "tool", "gap", "sender", "receiver", "revision"})
 #: The largest rule file read; the biggest built-in is under 3 KiB.

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from . import __version__, audit_run, baseline, catalog, catalog_text, inert
+from . import __version__, audit_run, baseline, catalog, catalog_text
 from .arguments import audit_options, build_parser, settings_of
 from .dataset import DatasetWriter
 from .errors import CancelwireError, OutputError
@@ -30,10 +30,11 @@ from .fleet import Fleet
 from .formats import Output, OutputSpecError, plan, write
 from .gates import Triage
 from .model import Severity
-from .outputs import STEP_SUMMARY, AtomicOutput, refuse_folder_in_inputs, refuse_inputs
 from .policy import gate_option, parse_gates
 from .progress import progress_bar
 from .results import AuditResult, ExitStatus
+from .support import inert
+from .support.outputs import STEP_SUMMARY, AtomicOutput, refuse_folder_in_inputs, refuse_inputs
 
 #: Stale baseline entries listed on stderr (the SARIF report lists every one).
 STALE_SHOWN = 20

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .files import key_text, read_regular, read_toml, shown
 from .policy import Key, SettingError, Suppression, parse_gates, parse_suppressions
-from .toml_lines import line_of
+from .support.files import key_text, read_regular, read_toml, shown
+from .support.toml_lines import line_of
 
 #: Settings files are small; a pyproject.toml with a long tool table still fits.
 SETTINGS_LIMIT = 1 << 20

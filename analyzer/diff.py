@@ -31,8 +31,8 @@ import orjson
 from . import rendering
 from .baseline import Identity, fingerprint, identity
 from .errors import ReportFileError
-from .files import read_regular
 from .model import Certainty, Outcome, Severity
+from .support.files import read_regular
 
 MAX_BYTES = 512 * 1024 * 1024
 FORMATS = ("text", "md", "html", "json")

@@ -22,10 +22,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from . import inert
 from .gates import Issue, Triage
 from .model.forms import display_filter
 from .policy import Gate
+from .support import inert
 
 #: Issues written out per test case; the rest are counted (a broken recording can raise thousands).
 SHOWN_PER_CASE = 200

@@ -14,9 +14,10 @@ from typing import Any
 import pandas as pd
 from markupsafe import Markup
 
-from . import charts, frames, inert, tables
+from . import charts, frames, tables
 from .baseline import FindingPrints
 from .results import AuditResult
+from .support import inert
 
 ROWS = 15
 QUARTILES = {"low": 0.0, "q1": 0.25, "median": 0.5, "q3": 0.75, "high": 1.0}

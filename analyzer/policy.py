@@ -18,8 +18,8 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
-from .files import key_text, shown
 from .model import Outcome
+from .support.files import key_text, shown
 
 if TYPE_CHECKING:
     from .gates import Issue

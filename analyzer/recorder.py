@@ -39,7 +39,7 @@ from typing import IO, Any
 
 from .errors import CancelwireError, InputError, OutputError
 from .model.transcript_format import FORMAT_VERSION, HEADER_KEY
-from .outputs import open_nonblocking
+from .support.outputs import open_nonblocking
 
 __all__ = ["FORWARDED_SIGNALS", "default_output_path", "record"]
 

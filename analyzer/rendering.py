@@ -21,8 +21,9 @@ from typing import Any, Generic, TextIO, TypeVar
 import jinja2
 from markupsafe import Markup
 
-from . import diagram, inert
-from .files import data_dir
+from . import diagram
+from .support import inert
+from .support.files import data_dir
 from .verdict import plural
 
 TEMPLATES = {"text": "report.txt.j2", "md": "report.md.j2", "html": "report.html.j2"}

@@ -14,7 +14,7 @@ from .engine import Skip
 from .merge import MergeSummary
 from .model import Finding, Session, Severity
 from .rule import Rule
-from .spool import SortedSpool, Spool
+from .support.spool import SortedSpool, Spool
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -43,8 +43,8 @@ from typing import Any
 import pandas as pd
 
 from .errors import CancelwireError
-from .inert import CSV_FORMULA_STARTS, UNSAFE_CHARACTER, csv_cell
 from .model import CancelledCall, EntryKind, RequestTimeline
+from .support.inert import CSV_FORMULA_STARTS, UNSAFE_CHARACTER, csv_cell
 
 CHUNK_ROWS = 50_000
 

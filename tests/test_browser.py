@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cancelwire import inert
 from cancelwire.pipeline import audit
 from cancelwire.report import render
+from cancelwire.support import inert
 from transcripts import Line, write_transcript
 
 ROOT = Path(__file__).resolve().parent.parent

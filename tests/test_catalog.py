@@ -202,7 +202,7 @@ def test_closed_sets_are_enums() -> None:
 
 
 def test_one_helper_finds_rules_and_templates() -> None:
-    from cancelwire.files import data_dir
+    from cancelwire.support.files import data_dir
 
     assert data_dir("rules") == ROOT / "rules" and data_dir("templates") == ROOT / "templates"
     with pytest.raises(CancelwireError, match=r"the nowhere/ folder is missing \(a broken installation\)"):

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cancelwire import inert
+from cancelwire.support import inert
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(sys.executable).parent / "cancelwire"

@@ -1,4 +1,4 @@
-"""Recorded text made inert per medium (cancelwire.inert): exact output for each class of hostile text."""
+"""Recorded text made inert per medium (cancelwire.support.inert): exact output for each class of hostile text."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sys
 import unicodedata
 
 import pytest
-from cancelwire.inert import UNSAFE_RANGES, csv_cell, markdown, terminal
+from cancelwire.support.inert import UNSAFE_RANGES, csv_cell, markdown, terminal
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from cancelwire import fleet
-from cancelwire.toml_lines import line_of
+from cancelwire.support.toml_lines import line_of
 
 SCRIPT = Path(sys.executable).parent / "cancelwire"
 SAMPLE = (

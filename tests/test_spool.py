@@ -3,7 +3,7 @@ import pickle
 
 from cancelwire.cancellations import Cancellations, pack
 from cancelwire.model import CancelledCall, CancelMechanism, Certainty, Origin, Outcome, forms
-from cancelwire.spool import SortedSpool, Spool
+from cancelwire.support.spool import SortedSpool, Spool
 
 
 def test_spool_keeps_order_across_memory_and_disk_and_iterates_twice() -> None:

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from .errors import OutputError
+from ..errors import OutputError
 
 _HELD = (signal.SIGINT, signal.SIGTERM)
 #: The file GitHub Actions gives a step for its job summary (`--format github` appends to it).

@@ -14,7 +14,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from .errors import CancelwireError
+from ..errors import CancelwireError
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
