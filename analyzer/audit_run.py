@@ -88,7 +88,7 @@ def audit_with_table(
     (exit 2, no half file). ON_INPUT_ERROR hears of each unreadable input as the audit goes on."""
     if table is None:
         return audit(paths, options, on_row=also, on_input_error=on_input_error, fleet=fleet)
-    from .tables import ExchangeWriter
+    from .tables.exchanges import ExchangeWriter
 
     writer = writes(table, lambda: ExchangeWriter(table.writing))
 

@@ -306,7 +306,7 @@ def _as_is(anomaly: Anomaly) -> Anomaly:
 
 
 def _row_maker() -> Callable[[RequestTimeline, CancelledCall | None], Row]:
-    from .tables import row  # pandas is loaded only when exchange rows are wanted
+    from .tables.exchanges import row  # pandas is loaded only when exchange rows are wanted
 
     return row
 

@@ -156,8 +156,8 @@ class AuditResult:
 
     def to_dataframe(self, table: str = "findings") -> pd.DataFrame:
         """`findings`, `cancellations` or `exchanges` as a pandas DataFrame (columns in `frames.py`)."""
-        from . import frames  # pandas is loaded only by those who ask for a frame
         from .baseline import FindingPrints
+        from .tables import frames  # pandas is loaded only by those who ask for a frame
 
         if table == "findings":
             return frames.findings_frame(self.findings, FindingPrints(self.sessions))

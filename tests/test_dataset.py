@@ -13,8 +13,10 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from cancelwire import arrow, cli, dataset, frames, tables
+from cancelwire import cli, dataset
 from cancelwire.pipeline import audit
+from cancelwire.tables.exchanges import arrow, frames
+from cancelwire.tables.exchanges import exchanges as tables
 
 ROOT = Path(__file__).resolve().parent.parent
 STDIO = ROOT / "sample_captures" / "stdio"

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import CancelwireError
+from ..errors import CancelwireError
 
 SCHEMA_VERSION = "1"
 

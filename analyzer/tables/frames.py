@@ -35,8 +35,8 @@ from typing import Any
 
 import pandas as pd
 
-from . import tables
-from .model import CancelledCall, Finding
+from ..model import CancelledCall, Finding
+from . import exchanges as tables
 
 FINDING_COLUMNS: dict[str, str] = {
     "rule_id": "category",

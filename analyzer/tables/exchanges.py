@@ -42,9 +42,9 @@ from typing import Any
 
 import pandas as pd
 
-from .errors import CancelwireError
-from .model import CancelledCall, EntryKind, RequestTimeline
-from .support.inert import CSV_FORMULA_STARTS, UNSAFE_CHARACTER, csv_cell
+from ..errors import CancelwireError
+from ..model import CancelledCall, EntryKind, RequestTimeline
+from ..support.inert import CSV_FORMULA_STARTS, UNSAFE_CHARACTER, csv_cell
 
 CHUNK_ROWS = 50_000
 
