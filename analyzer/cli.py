@@ -91,7 +91,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "diff":
         return _diff(args)
     if args.command == "frame":
-        from .readers.frame import frame_details
+        from .readers.capture.frame import frame_details
 
         text = _inert_lines(f"{frame_details(args.capture, args.number)}")
         _to_stdout(lambda: sys.stdout.write(text))

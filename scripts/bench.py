@@ -148,7 +148,7 @@ READER_LOOP = """
 import sys
 from pathlib import Path
 from cancelwire.readers import InputSource, ReadOptions
-from cancelwire.readers.transcript import READER
+from cancelwire.readers.text.transcript import READER
 path = Path(sys.argv[1])
 n = 0
 for _ in READER.read(InputSource(str(path), path), ReadOptions()):
@@ -947,7 +947,7 @@ def bench_pcap(packets: int, timeout: float | None) -> None:
     print(f"  {ours.label:<30}{fmt_time(ours.wall)}   {fmt_rss(ours)}{split}{status(ours)}", flush=True)
     if not ours.ok:
         reader = ROOT / "analyzer" / "readers" / "pcap.py"
-        why = "analyzer/readers/pcap.py is missing" if not reader.exists() else "the capture reader failed"
+        why = "analyzer/readers/capture/reader.py is missing" if not reader.exists() else "the capture reader failed"
         print(f"  pcap audit did not complete: {why} (see the error above)", flush=True)
         return
     print_ratio(ours, floor, PCAP_RATIO_TARGET, None)

@@ -54,7 +54,7 @@ PY = sys.executable
 PEERS = ROOT / "scripts" / "peers"
 EDITCAP = shutil.which("editcap") or "/usr/bin/editcap"
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
-MAX_BODY = 16 << 20  # analyzer/readers/http1.py MAX_BODY_BYTES
+MAX_BODY = 16 << 20  # analyzer/readers/http/http1.py MAX_BODY_BYTES
 SSE_HEAD = (
     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
     b"transfer-encoding: chunked\r\nserver: cancelwire-fixture-server\r\n\r\n"

@@ -10,10 +10,10 @@ import json
 
 import pytest
 from cancelwire.model import Anomaly, MessageEvent, Vantage
-from cancelwire.readers import capture_bodies
-from cancelwire.readers.capture_bodies import BUDGET_EXCEEDED, Bodies
-from cancelwire.readers.capture_sessions import Exchange, Sessions
-from cancelwire.readers.sse import SseParser
+from cancelwire.readers.capture import bodies as capture_bodies
+from cancelwire.readers.capture.bodies import BUDGET_EXCEEDED, Bodies
+from cancelwire.readers.capture.sessions import Exchange, Sessions
+from cancelwire.readers.http.sse import SseParser
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from cancelwire.model.timestamps import plausible
-from cancelwire.readers.tshark_fields import FIELDS, parse_line
+from cancelwire.readers.capture.tshark_fields import FIELDS, parse_line
 from fuzzing import ROOT, run_cli
 
 CORPUS = ROOT / "tests" / "corpus"

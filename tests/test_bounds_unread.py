@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 from cancelwire.model import Anomaly, MessageEvent, Side, Vantage
-from cancelwire.readers import capture_bodies
-from cancelwire.readers.capture_bodies import Bodies
-from cancelwire.readers.capture_sessions import Exchange, Sessions
-from cancelwire.readers.sse import SseParser
+from cancelwire.readers.capture import bodies as capture_bodies
+from cancelwire.readers.capture.bodies import Bodies
+from cancelwire.readers.capture.sessions import Exchange, Sessions
+from cancelwire.readers.http.sse import SseParser
 from fuzzing import ROOT, run_cli
 
 NEEDS_TSHARK = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed")

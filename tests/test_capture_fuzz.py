@@ -8,8 +8,8 @@ from pathlib import Path
 
 from cancelwire.model import Anomaly, MessageEvent, SessionStart, TransportEvent
 from cancelwire.readers import InputSource, ReadOptions
-from cancelwire.readers.pcap_pass import CapturePass
-from cancelwire.readers.tshark_fields import Frame
+from cancelwire.readers.capture.tshark_fields import Frame
+from cancelwire.readers.capture.tshark_pass import CapturePass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

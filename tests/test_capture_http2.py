@@ -8,9 +8,9 @@ from typing import Any
 
 import h2.connection
 from cancelwire.model import Anomaly, MessageEvent, TransportEvent, Vantage
-from cancelwire.readers.capture_http import Conn, ConnKind, HttpCapture
-from cancelwire.readers.capture_sessions import Sessions
-from cancelwire.readers.tcp import Closed, Reset, TcpConnection, WindowZero
+from cancelwire.readers.capture.over_http1 import Conn, ConnKind, HttpCapture
+from cancelwire.readers.capture.sessions import Sessions
+from cancelwire.readers.capture.tcp import Closed, Reset, TcpConnection, WindowZero
 from h2.config import H2Configuration
 from h2.errors import ErrorCodes
 from hyperframe.frame import DataFrame

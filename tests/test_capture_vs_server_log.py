@@ -16,7 +16,7 @@ import pytest
 from cancelwire.model import Direction, MessageEvent
 from cancelwire.model.jsonrpc import classify
 from cancelwire.readers import InputSource, ReadOptions
-from cancelwire.readers.pcap import READER
+from cancelwire.readers.capture.reader import READER
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_captures"
 FOLDERS = (SAMPLES / "http", SAMPLES / "http2")

@@ -1,4 +1,4 @@
-"""What a redirected, refused or unprocessed (HTTP/2 GOAWAY) POST delivered (`analyzer/readers/delivery.py`):
+"""What a redirected, refused or unprocessed (HTTP/2 GOAWAY) POST delivered (`analyzer/readers/http/delivery.py`):
 nothing, so its messages go on no timeline; exact verdicts on the real SDK's redirect sample, the hand-written
 refusals (captures and HAR) and GOAWAY frames, and the order the held request messages keep."""
 
@@ -13,8 +13,8 @@ import pytest
 from cancelwire.model import Anomaly, Direction, Message, MessageEvent, Side, Vantage
 from cancelwire.model.jsonrpc import decode_text
 from cancelwire.pipeline import audit
-from cancelwire.readers.capture_sessions import MAX_BACKLOG, Build, Exchange, Sessions
-from cancelwire.readers.delivery import Delivery, answers, delivered, of_status
+from cancelwire.readers.capture.sessions import MAX_BACKLOG, Build, Exchange, Sessions
+from cancelwire.readers.http.delivery import Delivery, answers, delivered, of_status
 from cancelwire.report import build
 
 ROOT = Path(__file__).resolve().parents[1]

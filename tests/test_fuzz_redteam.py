@@ -19,10 +19,10 @@ from cancelwire.errors import InputError
 from cancelwire.merge import Flow, Item, fit_clock
 from cancelwire.model.timestamps import plausible
 from cancelwire.readers import InputSource, ReadOptions
-from cancelwire.readers.har import READER as HAR
-from cancelwire.readers.har_scan import Scanner
-from cancelwire.readers.hostlog_sessions import MAX_SESSIONS
-from cancelwire.readers.vscode import READER as VSCODE
+from cancelwire.readers.har.reader.reader import READER as HAR
+from cancelwire.readers.har.reader.scan import Scanner
+from cancelwire.readers.text.hostlog import MAX_SESSIONS
+from cancelwire.readers.text.vscode import READER as VSCODE
 from fuzzing import RAW_CONTROL, ROOT, fuzz_settings, run_cli
 from hypothesis import given
 from hypothesis import strategies as st

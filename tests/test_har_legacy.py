@@ -16,7 +16,7 @@ import pytest
 from cancelwire.model import Anomaly, MessageEvent, SessionStart, Transport
 from cancelwire.pipeline import audit
 from cancelwire.readers import InputSource, ReadOptions
-from cancelwire.readers.har import READER
+from cancelwire.readers.har.reader.reader import READER
 from cancelwire.report import build
 
 ROOT = Path(__file__).resolve().parents[1]

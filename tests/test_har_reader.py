@@ -13,8 +13,8 @@ from cancelwire.errors import InputError
 from cancelwire.model import Anomaly, Direction, MessageEvent, SessionStart, TransportEvent, TransportKind, Vantage
 from cancelwire.pipeline import audit
 from cancelwire.readers import InputSource, ReadOptions, choose_reader
-from cancelwire.readers.har import READER, vantage_of
-from cancelwire.readers.har_scan import MAX_DEPTH, Part, Scanner
+from cancelwire.readers.har.reader.reader import READER, vantage_of
+from cancelwire.readers.har.reader.scan import MAX_DEPTH, Part, Scanner
 from cancelwire.report import build
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -279,7 +279,7 @@ def test_an_entry_over_the_size_limit_is_skipped_not_kept() -> None:
 def test_past_the_reorder_buffer_events_come_out_of_order_and_the_report_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("cancelwire.readers.har.MAX_REORDER", 1)
+    monkeypatch.setattr("cancelwire.readers.har.reader.MAX_REORDER", 1)
     pings = [_entry(f"2026-01-01T00:00:0{s}Z", _rpc(id=s, method="ping")) for s in (5, 6, 1)]
     path = _write(tmp_path, pings)
     assert [e.message.id for e in _events(path) if isinstance(e, MessageEvent)] == [5, 1, 6]

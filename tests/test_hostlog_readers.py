@@ -28,6 +28,8 @@ from cancelwire.readers import (
     Reader,
     ReadOptions,
     choose_reader,
+)
+from cancelwire.readers.text import (
     claude_desktop,
     gosdk,
     ndjson,

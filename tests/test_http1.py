@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from cancelwire.readers.http1 import (
+from cancelwire.readers.http.http1 import (
     Http1Connection,
     HttpEvent,
     ParseError,

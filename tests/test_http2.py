@@ -10,10 +10,10 @@ from typing import Any
 import h2.connection
 import h2.events
 import pytest
-from cancelwire.readers import http2, http2_bounds
-from cancelwire.readers.http1 import ParseError, RequestEnd, RequestHead, ResponseData, ResponseEnd, ResponseHead
-from cancelwire.readers.http2 import Http2Connection
-from cancelwire.readers.http2_events import GoAway, StreamReset, WindowExhausted
+from cancelwire.readers.http import http2, http2_bounds
+from cancelwire.readers.http.http1 import ParseError, RequestEnd, RequestHead, ResponseData, ResponseEnd, ResponseHead
+from cancelwire.readers.http.http2 import Http2Connection
+from cancelwire.readers.http.http2_events import GoAway, StreamReset, WindowExhausted
 from h2.config import H2Configuration
 from h2.errors import ErrorCodes
 from h2.settings import SettingCodes

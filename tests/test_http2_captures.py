@@ -13,7 +13,7 @@ import pytest
 from cancelwire.model import TransportEvent
 from cancelwire.pipeline import audit
 from cancelwire.readers import InputSource, ReadOptions
-from cancelwire.readers.pcap import READER
+from cancelwire.readers.capture.reader import READER
 from cancelwire.report import build
 
 ROOT = Path(__file__).resolve().parent.parent

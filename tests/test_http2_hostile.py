@@ -11,10 +11,10 @@ from typing import Any
 
 import h2.connection
 import pytest
-from cancelwire.readers import http2, http2_bounds
-from cancelwire.readers.http1 import ParseError, RequestEnd, RequestHead, ResponseData
-from cancelwire.readers.http2 import Http2Connection
-from cancelwire.readers.http2_events import Flood, StreamError
+from cancelwire.readers.http import http2, http2_bounds
+from cancelwire.readers.http.http1 import ParseError, RequestEnd, RequestHead, ResponseData
+from cancelwire.readers.http.http2 import Http2Connection
+from cancelwire.readers.http.http2_events import Flood, StreamError
 from h2.config import H2Configuration
 from hpack import Encoder
 from hyperframe import frame as hf

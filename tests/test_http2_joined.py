@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cancelwire.readers import http2_joined
-from cancelwire.readers.http1 import ParseError, RequestEnd, RequestHead, ResponseEnd, ResponseHead
-from cancelwire.readers.http2_events import GoAway, Joined, StreamReset
-from cancelwire.readers.http2_joined import JoinedHttp2Connection, starts_with_frames
+from cancelwire.readers.http import http2_joined
+from cancelwire.readers.http.http1 import ParseError, RequestEnd, RequestHead, ResponseEnd, ResponseHead
+from cancelwire.readers.http.http2_events import GoAway, Joined, StreamReset
+from cancelwire.readers.http.http2_joined import JoinedHttp2Connection, starts_with_frames
 from h2.errors import ErrorCodes
 from hyperframe.frame import DataFrame, GoAwayFrame, PingFrame, SettingsFrame
 from hypothesis import given, settings

@@ -22,7 +22,7 @@ from cancelwire.pipeline import audit
 from cancelwire.readers import ReadOptions, choose_reader, expand_inputs
 from cancelwire.readers.inflate import InflateLimits, Inflater
 from cancelwire.readers.source import InputSource
-from cancelwire.readers.transcript import READER
+from cancelwire.readers.text.transcript import READER
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_captures" / "stdio" / "handwritten-client-cancels-unknown-id.jsonl"

@@ -16,7 +16,7 @@ from typing import Any
 from cancelwire.model import Anomaly, MessageEvent, TransportEvent, TransportKind
 from cancelwire.pipeline import AuditOptions, audit
 from cancelwire.readers import InputSource, ReadOptions
-from cancelwire.readers.ndjson import READER
+from cancelwire.readers.text.ndjson import READER
 from cancelwire.results import AuditResult
 
 MERGE = Path(__file__).resolve().parent.parent / "sample_captures" / "merge"

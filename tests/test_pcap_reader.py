@@ -28,8 +28,8 @@ from cancelwire import audit
 from cancelwire.errors import InputError
 from cancelwire.model import Anomaly, Event, MessageEvent, SessionStart, TransportEvent
 from cancelwire.readers import InputSource, ReadOptions
-from cancelwire.readers.pcap import READER
-from cancelwire.readers.tshark_fields import parse_line, tshark_command
+from cancelwire.readers.capture.reader import READER
+from cancelwire.readers.capture.tshark_fields import parse_line, tshark_command
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from loopback import CaptureError, loopback_capture
@@ -820,7 +820,7 @@ def test_ipv6_line_and_pyshark_single_frame_lookup() -> None:
     clean = SAMPLES / "sdk-http-clean.pcapng"
     if not clean.exists():
         pytest.skip("sample captures not generated")
-    from cancelwire.readers.frame import frame_details
+    from cancelwire.readers.capture.frame import frame_details
 
     packet = frame_details(clean, 12)
     assert int(packet.number) == 12 and int(packet.tcp.flags, 16) & 0x01  # the client's FIN
@@ -910,7 +910,7 @@ def test_frame_lookup_on_a_capture_cut_short() -> None:
     """A frame before the damage is shown; one past it is "no such frame" with tshark's reason, and
     pyshark's destructor prints nothing (it used to print a TSharkCrashException traceback at exit)."""
     from cancelwire.errors import InputError
-    from cancelwire.readers.frame import frame_details
+    from cancelwire.readers.capture.frame import frame_details
 
     cut = Path(__file__).resolve().parent / "corpus/pcap/frame-of-a-cut-capture.pcapng"
     assert int(frame_details(cut, 3).number) == 3

@@ -24,7 +24,7 @@ from cancelwire import recorder
 from cancelwire.errors import CancelwireError, InputError
 from cancelwire.model import MessageEvent, SessionStart, TransportEvent
 from cancelwire.readers import InputSource, ReadOptions
-from cancelwire.readers.transcript import READER
+from cancelwire.readers.text.transcript import READER
 from cancelwire.recorder import record
 
 REPO = Path(__file__).resolve().parent.parent

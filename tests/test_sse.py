@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from cancelwire.readers.sse import PartialEvent, SseEvent, SseParser
+from cancelwire.readers.http.sse import PartialEvent, SseEvent, SseParser
 
 
 def feed_all(data: bytes, step: int | None = None, max_event_bytes: int = 1 << 20) -> list[SseEvent]:

@@ -10,10 +10,11 @@ from pathlib import Path
 
 from cancelwire.model import Anomaly, SessionStart, Transport, Vantage
 from cancelwire.pipeline import audit
-from cancelwire.readers import ReadOptions, choose_reader, claude_desktop
+from cancelwire.readers import ReadOptions, choose_reader
 from cancelwire.readers.lines import RawLine, iter_lines
 from cancelwire.readers.source import InputSource
-from cancelwire.readers.transcript import READER
+from cancelwire.readers.text import claude_desktop
+from cancelwire.readers.text.transcript import READER
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_captures" / "stdio" / "handwritten-client-cancels-unknown-id.jsonl"

@@ -8,9 +8,11 @@ the head of the input wins, unless `--input-format` names one. The readers impor
 from __future__ import annotations
 
 from ..errors import InputError, UnknownFormatError
-from . import claude_desktop, gosdk, har, ndjson, pcap, pysdk, transcript, unreadable, vscode
 from .base import Reader, ReadOptions
+from .capture import reader as pcap
+from .har import reader as har
 from .source import InputSource
+from .text import claude_desktop, gosdk, ndjson, pysdk, transcript, unreadable, vscode
 from .walk import expand_inputs
 
 __all__ = ["READERS", "InputSource", "ReadOptions", "Reader", "choose_reader", "expand_inputs", "reader_names"]

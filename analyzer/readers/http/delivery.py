@@ -31,8 +31,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from ..model import Message, RequestId, Side
-from ..model.jsonrpc import decode_text
+from ...model import Message, RequestId, Side
+from ...model.jsonrpc import decode_text
 
 REDIRECTED = "http.redirected"
 REFUSED = "http.error-status"

@@ -41,12 +41,13 @@ from typing import Any
 
 import orjson
 
-from ..model import Anomaly, Direction, Event, Message, MessageKind, RequestId, Side, Vantage
-from ..model.jsonrpc import classify_text, decode_text
-from ..model.transcript_format import HEADER_KEY
-from .base import InputSource, ReadOptions
-from .events import EventFactory
-from .hostlog_sessions import (
+from ...model import Anomaly, Direction, Event, Message, MessageKind, RequestId, Side, Vantage
+from ...model.jsonrpc import classify_text, decode_text
+from ...model.transcript_format import HEADER_KEY
+from ..base import InputSource, ReadOptions
+from ..event_factory import EventFactory
+from ..lines import RawLine, peek_lines, source_lines
+from .hostlog import (
     LogSessions,
     direction_of,
     infer_recorder_side,
@@ -54,7 +55,6 @@ from .hostlog_sessions import (
     side_of,
     vantage_of,
 )
-from .lines import RawLine, peek_lines, source_lines
 
 MAX_PENDING = 10_000
 DIRS = {

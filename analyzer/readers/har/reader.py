@@ -31,14 +31,14 @@ from typing import Any
 
 import orjson
 
-from ..errors import InputError
-from ..model import Anomaly, EntryKind, Event, Origin, SessionStart, Transport, Vantage
-from .base import ReadOptions
-from .har_entry import EntryProblem, HarExchange, parse
-from .har_events import LEGACY_UNRECORDED, Make, exchange_events
-from .har_scan import HarSyntaxError, Part, Piece, Scanner
-from .hostlog_sessions import MAX_SESSIONS, TOO_MANY_SESSIONS
-from .source import InputSource
+from ...errors import InputError
+from ...model import Anomaly, EntryKind, Event, Origin, SessionStart, Transport, Vantage
+from ..base import ReadOptions
+from ..source import InputSource
+from ..text.hostlog import MAX_SESSIONS, TOO_MANY_SESSIONS
+from .entry import EntryProblem, HarExchange, parse
+from .entry_events import LEGACY_UNRECORDED, Make, exchange_events
+from .scan import HarSyntaxError, Part, Piece, Scanner
 
 MAX_REORDER = 100_000
 """Events held to put entries in time order: past it (or past `MAX_REORDER_BYTES`) the earliest is let

@@ -19,11 +19,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from ..model import Event, Message, Side
-from ..model.jsonrpc import decode_text
-from .base import InputSource, ReadOptions
-from .events import UNREAD_MESSAGE, holds_jsonrpc
-from .hostlog_sessions import (
+from ...model import Event, Message, Side
+from ...model.jsonrpc import decode_text
+from ..base import InputSource, ReadOptions
+from ..event_factory import UNREAD_MESSAGE, holds_jsonrpc
+from ..lines import RawLine, peek_lines, source_lines
+from .hostlog import (
     LogSessions,
     direction_of,
     infer_recorder_side,
@@ -31,7 +32,6 @@ from .hostlog_sessions import (
     side_of,
     vantage_of,
 )
-from .lines import RawLine, peek_lines, source_lines
 
 _LINE = re.compile(r"(read|write): (.*)", re.S)
 _SNIFF_MESSAGE = re.compile(rb"^(?:read|write): [\[{]", re.M)

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..model import TransportKind
-from .capture_sessions import Exchange
-from .http1 import Headers, HttpEvent, ParseError, ResponseData, header
-from .http2 import Http2Connection
-from .http2_events import Flood, GoAway, H2Event, Joined, StreamError, StreamReset, WindowExhausted
+from ...model import TransportKind
+from ..http.http1 import Headers, HttpEvent, ParseError, ResponseData, header
+from ..http.http2 import Http2Connection
+from ..http.http2_events import Flood, GoAway, H2Event, Joined, StreamError, StreamReset, WindowExhausted
+from .sessions import Exchange
 
 if TYPE_CHECKING:
-    from .capture_http import Conn, HttpCapture
+    from .over_http1 import Conn, HttpCapture
 
 
 class Http2Capture:

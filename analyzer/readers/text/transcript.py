@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 
 import orjson
 
-from ..errors import InputError
-from ..model import (
+from ...errors import InputError
+from ...model import (
     Direction,
     Event,
     SessionStart,
@@ -21,11 +21,11 @@ from ..model import (
     TransportKind,
     Vantage,
 )
-from ..model.timestamps import EARLIEST, LATEST, plausible
-from ..model.transcript_format import FORMAT_VERSION, HEADER_KEY
-from .base import InputSource, ReadOptions
-from .events import EventFactory
-from .lines import RawLine, iter_line_batches
+from ...model.timestamps import EARLIEST, LATEST, plausible
+from ...model.transcript_format import FORMAT_VERSION, HEADER_KEY
+from ..base import InputSource, ReadOptions
+from ..event_factory import EventFactory
+from ..lines import RawLine, iter_line_batches
 
 E = TypeVar("E", Vantage, Transport)
 DIRECTIONS = {"c2s": Direction.C2S, "s2c": Direction.S2C}

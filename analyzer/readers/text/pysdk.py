@@ -39,12 +39,12 @@ from typing import Any
 
 import orjson
 
-from ..model import Direction, Event, Transport, Vantage
-from .base import InputSource, ReadOptions
-from .events import holds_jsonrpc
-from .hostlog_sessions import LogSessions, is_initialize_request
-from .lines import RawLine, peek_lines, source_lines
-from .sse import SseParser
+from ...model import Direction, Event, Transport, Vantage
+from ..base import InputSource, ReadOptions
+from ..event_factory import holds_jsonrpc
+from ..http.sse import SseParser
+from ..lines import RawLine, peek_lines, source_lines
+from .hostlog import LogSessions, is_initialize_request
 
 _MARKER = re.compile(r"(Received JSON|chunk|Sending message via SSE): ")
 _SNIFF = re.compile(rb"(?:Received JSON: (?:b['\"]|\{)|chunk: b'event: message\\r\\n)")

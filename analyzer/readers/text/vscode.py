@@ -45,11 +45,11 @@ import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
-from ..model import Direction, Event, Vantage
-from .base import InputSource, ReadOptions
-from .events import holds_jsonrpc
-from .hostlog_sessions import LogSessions, is_initialize_request
-from .lines import source_lines
+from ...model import Direction, Event, Vantage
+from ..base import InputSource, ReadOptions
+from ..event_factory import holds_jsonrpc
+from ..lines import source_lines
+from .hostlog import LogSessions, is_initialize_request
 
 _PREFIX = re.compile(r"\s*(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) \[(\w+)\] ?(.*)", re.S)
 _SNIFF = re.compile(

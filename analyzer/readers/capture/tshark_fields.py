@@ -12,8 +12,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ToolMissingError
-from ..model.timestamps import EARLIEST, LATEST
+from ...errors import ToolMissingError
+from ...model.timestamps import EARLIEST, LATEST
 
 INSTALL_HINT = "install it: sudo apt-get install tshark (Debian/Ubuntu), or Wireshark's installer elsewhere"
 MIN_TSHARK = (3, 6)

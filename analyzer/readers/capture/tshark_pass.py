@@ -26,13 +26,13 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, ToolMissingError
-from ..model import Event, Vantage
-from .base import InputSource, ReadOptions
-from .capture_http import Conn, ConnKind, HttpCapture, looks_http, looks_http_server
-from .capture_sessions import Sessions
-from .events import IMPLAUSIBLE_TIME
-from .http2_joined import starts_with_frames
+from ...errors import InputError, ToolMissingError
+from ...model import Event, Vantage
+from ..base import InputSource, ReadOptions
+from ..event_factory import IMPLAUSIBLE_TIME
+from ..http.http2_joined import starts_with_frames
+from .over_http1 import Conn, ConnKind, HttpCapture, looks_http, looks_http_server
+from .sessions import Sessions
 from .tcp import SYN, TcpConnection, client_by_handshake
 from .tshark_fields import INSTALL_HINT, Frame, parse_line, tshark_command
 

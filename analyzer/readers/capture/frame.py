@@ -14,8 +14,8 @@ from typing import Any
 import pyshark
 from pyshark.capture.capture import TSharkCrashException
 
-from ..errors import InputError
-from .pcap import find_tshark
+from ...errors import InputError
+from .reader import find_tshark
 
 _LAST_ERROR = "Last error line: "
 

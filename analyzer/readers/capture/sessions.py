@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from urllib.parse import parse_qs, urlsplit
 
-from ..model import (
+from ...model import (
     Anomaly,
     Event,
     Message,
@@ -42,9 +42,9 @@ from ..model import (
     TransportKind,
     Vantage,
 )
-from .delivery import Delivery, answers, delivered, of_status, undelivered
-from .http1 import MAX_BODY_BYTES
-from .sse import SseEvent, SseParser
+from ..http.delivery import Delivery, answers, delivered, of_status, undelivered
+from ..http.http1 import MAX_BODY_BYTES
+from ..http.sse import SseEvent, SseParser
 
 MAX_HELD_EVENTS = 512
 MAX_BACKLOG = 4096

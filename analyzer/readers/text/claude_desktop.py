@@ -23,11 +23,11 @@ import re
 from collections.abc import Iterator
 from datetime import datetime
 
-from ..model import Direction, Event, Vantage
-from .base import InputSource, ReadOptions
-from .events import EventFactory, holds_jsonrpc
-from .hostlog_sessions import LogSessions, is_initialize_request
-from .lines import RawLine, source_lines
+from ...model import Direction, Event, Vantage
+from ..base import InputSource, ReadOptions
+from ..event_factory import EventFactory, holds_jsonrpc
+from ..lines import RawLine, source_lines
+from .hostlog import LogSessions, is_initialize_request
 
 _PREFIX = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z) \[([^\]\n]*)\] \[([^\]\n]*)\] ?(.*)", re.S)
 _SNIFF = re.compile(rb"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z \[[^\]\n]*\] \[[^\]\n]*\]", re.M)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Anomaly, Direction, Message, MessageEvent, Origin, RequestId, Revision, Side, TransportKind
-from ..model.jsonrpc import decode_text
-from .capture_sessions import Build, Exchange, Sessions, WaitsFor
-from .http1 import MAX_BODY_BYTES
-from .sse import SseEvent
+from ...model import Anomaly, Direction, Message, MessageEvent, Origin, RequestId, Revision, Side, TransportKind
+from ...model.jsonrpc import decode_text
+from ..http.http1 import MAX_BODY_BYTES
+from ..http.sse import SseEvent
+from .sessions import Build, Exchange, Sessions, WaitsFor
 
 MAX_HELD_PER_CONNECTION = 32 << 20
 """Response bytes held at once on one TCP connection (JSON bodies and SSE events not complete yet): two of

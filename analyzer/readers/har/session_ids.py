@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .har_entry import HarExchange
+from .entry import HarExchange
 
 SESSION_ID_CONFLICT = "har.session-id-conflict"
 _SHOWN = 4

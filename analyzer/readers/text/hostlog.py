@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from ..model import Anomaly, Direction, Event, Message, MessageKind, SessionStart, Side, Transport, Vantage
-from ..model.jsonrpc import decode_text
-from ..model.timestamps import plausible
-from .base import ReadOptions
-from .events import EventFactory
-from .source import InputSource
+from ...model import Anomaly, Direction, Event, Message, MessageKind, SessionStart, Side, Transport, Vantage
+from ...model.jsonrpc import decode_text
+from ...model.timestamps import plausible
+from ..base import ReadOptions
+from ..event_factory import EventFactory
+from ..source import InputSource
 
 #: Methods only a client sends (requests and notifications), by the MCP method tables.
 CLIENT_METHODS = frozenset(

@@ -10,9 +10,9 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 
-from ..errors import InputError, ToolMissingError
-from ..model import Event
-from .base import InputSource, ReadOptions
+from ...errors import InputError, ToolMissingError
+from ...model import Event
+from ..base import InputSource, ReadOptions
 from .tshark_fields import INSTALL_HINT, tshark_version
 
 PCAP_MAGICS = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
@@ -50,7 +50,7 @@ class PcapReader:
                 f"keylog file {options.keylog} cannot be read",
                 "pass the SSLKEYLOGFILE written while capturing",
             )
-        from .pcap_pass import CapturePass  # here, not at the top: see the module's docstring
+        from .tshark_pass import CapturePass  # here, not at the top: see the module's docstring
 
         with source.local_file(options.inflate) as path:
             yield from CapturePass(source, options, tshark, path).events()

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..model.timestamps import plausible
+from ...model.timestamps import plausible
 
 MAX_HEADERS = 1000
 """Headers read per message; a real request has a few dozen."""

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 
-from ..model import (
+from ...model import (
     Anomaly,
     Direction,
     EntryKind,
@@ -27,11 +27,11 @@ from ..model import (
     TransportEvent,
     TransportKind,
 )
-from ..model.jsonrpc import decode_text
-from . import delivery
-from .har_entry import HarExchange
-from .har_session import SESSION_ID_CONFLICT, choose
-from .sse import SseEvent, SseParser
+from ...model.jsonrpc import decode_text
+from ..http import delivery
+from ..http.sse import SseEvent, SseParser
+from .entry import HarExchange
+from .session_ids import SESSION_ID_CONFLICT, choose
 
 Make = Callable[[int, str], Event]
 """Builds an event once its `seq` and session key are known."""

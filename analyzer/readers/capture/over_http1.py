@@ -20,12 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from ..model import Direction, Message, TransportEvent, TransportKind
-from ..model.jsonrpc import decode_text
-from .capture_bodies import Bodies
-from .capture_http2 import Http2Capture
-from .capture_sessions import Build, Exchange, Sessions, WaitsFor
-from .http1 import (
+from ...model import Direction, Message, TransportEvent, TransportKind
+from ...model.jsonrpc import decode_text
+from ..http.http1 import (
     MAX_BODY_BYTES,
     Http1Connection,
     HttpEvent,
@@ -37,9 +34,12 @@ from .http1 import (
     ResponseHead,
     header,
 )
-from .http2 import Http2Connection, looks_http2, looks_http2_server
-from .http2_joined import JoinedHttp2Connection
-from .sse import SseParser
+from ..http.http2 import Http2Connection, looks_http2, looks_http2_server
+from ..http.http2_joined import JoinedHttp2Connection
+from ..http.sse import SseParser
+from .bodies import Bodies
+from .over_http2 import Http2Capture
+from .sessions import Build, Exchange, Sessions, WaitsFor
 from .tcp import AfterFin, Closed, Conflict, Delivered, Lost, Reset, TcpConnection, TcpEvent, WindowZero
 
 MAX_ANSWERED_EARLY = 64
