@@ -23,7 +23,7 @@ from .model import REVISIONS, Vantage
 from .pipeline import AuditOptions
 from .pipeline import audit as run_audit
 from .readers.base import ReadOptions
-from .reconstruct import ReconstructOptions
+from .rebuild.reconstruct import ReconstructOptions
 from .results import AuditResult, Setting
 from .support.spool import Spool
 

@@ -20,7 +20,7 @@ from .model import REVISIONS, Vantage
 from .pipeline import AuditOptions
 from .readers import ReadOptions, reader_names
 from .readers.inflate import InflateLimits, ratio_of
-from .reconstruct import DEFAULT_MAX_OPEN, ReconstructOptions
+from .rebuild.reconstruct import DEFAULT_MAX_OPEN, ReconstructOptions
 from .results import Setting
 from .support import inert
 

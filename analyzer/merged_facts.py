@@ -11,7 +11,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .gave_up import REQUESTER
 from .merge import ClockFit
 from .model import (
     Anomaly,
@@ -27,7 +26,8 @@ from .model import (
     TransportKind,
     Vantage,
 )
-from .ordering import says_cancelled
+from .rebuild.gave_up import REQUESTER
+from .rebuild.ordering import says_cancelled
 
 #: Error codes clients use for a call they gave up on: LSP's RequestCancelled, the TypeScript SDK's
 #: RequestTimeout (-32001), and the Python SDK's REQUEST_TIMEOUT (408).

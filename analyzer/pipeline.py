@@ -17,10 +17,10 @@ from .errors import CancelwireError, InputError, UnknownFormatError
 from .merge import MergeSummary
 from .merged import MAX_EVENTS, Recording, merge_recordings
 from .model import Anomaly, CancelledCall, Event, RequestTimeline, Session
-from .ordering import DEFAULT_RACE_WINDOWS
 from .partial import Merged, Partial, Row, Sink
 from .readers import InputSource, ReadOptions, choose_reader, expand_inputs
-from .reconstruct import ReconstructOptions, Reconstructor
+from .rebuild.ordering import DEFAULT_RACE_WINDOWS
+from .rebuild.reconstruct import ReconstructOptions, Reconstructor
 from .redact import redacting
 from .results import AuditResult, HowMade, InputSummary, Setting
 from .rule import Rule, RuleStatus

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from cancelwire.model import CancelledCall, EntryKind, Relation, RequestTimeline
 from cancelwire.pipeline import AuditOptions, audit
-from cancelwire.reconstruct import ReconstructOptions
+from cancelwire.rebuild.reconstruct import ReconstructOptions
 from cancelwire.tables.exchanges.exchanges import row
 from fuzzing import fuzz_settings, simple_steps, timed
 from hypothesis import given

@@ -12,7 +12,7 @@ import pytest
 from cancelwire.catalog import load_catalog
 from cancelwire.model import REVISIONS, Severity
 from cancelwire.pipeline import AuditOptions, audit
-from cancelwire.reconstruct import ReconstructOptions
+from cancelwire.rebuild.reconstruct import ReconstructOptions
 from fuzzing import fuzz_settings, hostile_steps, timed
 from hypothesis import given
 from hypothesis import strategies as st

@@ -37,7 +37,7 @@ from cancelwire.readers.text import (
     transcript,
     vscode,
 )
-from cancelwire.reconstruct import ReconstructOptions
+from cancelwire.rebuild.reconstruct import ReconstructOptions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -16,7 +16,7 @@ from cancelwire.model import (
     TimelineEntry,
     Vantage,
 )
-from cancelwire.ordering import relate, says_cancelled
+from cancelwire.rebuild.ordering import relate, says_cancelled
 
 ORIGIN = Origin("x")
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from cancelwire.pipeline import AuditOptions, audit
-from cancelwire.reconstruct import ReconstructOptions
+from cancelwire.rebuild.reconstruct import ReconstructOptions
 from transcripts import write_transcript
 
 TOOLS = [

@@ -6,8 +6,6 @@ from __future__ import annotations
 from dataclasses import fields
 
 import pytest
-from cancelwire.entrylog import EntryLog
-from cancelwire.finished import FinishedRequests, TokenState
 from cancelwire.model import (
     CancelInfo,
     CancelMechanism,
@@ -23,7 +21,9 @@ from cancelwire.model import (
     Transport,
     Vantage,
 )
-from cancelwire.pending import PendingRequest, SessionState
+from cancelwire.rebuild.entrylog import EntryLog
+from cancelwire.rebuild.finished import FinishedRequests, TokenState
+from cancelwire.rebuild.pending import PendingRequest, SessionState
 
 
 def _entry(seq: int, kind: EntryKind = EntryKind.PROGRESS, relation: Relation | None = None) -> TimelineEntry:

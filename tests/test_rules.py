@@ -28,7 +28,7 @@ from cancelwire.catalog import load_catalog
 from cancelwire.model import Origin, Vantage
 from cancelwire.pipeline import AuditOptions, audit
 from cancelwire.readers import ReadOptions
-from cancelwire.reconstruct import ReconstructOptions
+from cancelwire.rebuild.reconstruct import ReconstructOptions
 
 HERE = Path(__file__).parent / "rules"
 RULES = {r.slug: r for r in load_catalog() if r.status != "removed"}

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 
-from .model import TimelineEntry, ToolEffect, Transport
+from ..model import TimelineEntry, ToolEffect, Transport
 from .pending import PendingRequest, SessionState
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .model import Certainty, EntryKind, MessageEvent, Relation, Side, TimelineEntry
+from ..model import Certainty, EntryKind, MessageEvent, Relation, Side, TimelineEntry
 
 _RunKey = tuple[EntryKind, Side | None, Relation | None, Certainty]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .model import Anomaly, EntryKind, Side, TimelineEntry, TransportEvent, TransportKind, Vantage
+from ..model import Anomaly, EntryKind, Side, TimelineEntry, TransportEvent, TransportKind, Vantage
 from .pending import PendingRequest, SessionState
 
 NOT_SENT = "cancel.not-sent-on-give-up"

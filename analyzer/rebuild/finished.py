@@ -15,7 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .model import Anomaly, CancelInfo, Certainty, EntryKind, MessageEvent, Relation, RequestId, Side, TimelineEntry
+from ..model import Anomaly, CancelInfo, Certainty, EntryKind, MessageEvent, Relation, RequestId, Side, TimelineEntry
 from .ordering import relate
 from .pending import PendingRequest, SessionState
 

@@ -21,9 +21,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
-from . import holds
-from .entrylog import message_entry
-from .model import (
+from ..model import (
     Anomaly,
     CancelInfo,
     CancelMechanism,
@@ -36,6 +34,8 @@ from .model import (
     Side,
     TimelineEntry,
 )
+from . import holds
+from .entrylog import message_entry
 from .pending import MAX_TASKS, PendingRequest, SessionState, SessionTasks, TaskState
 
 FINAL = frozenset({"completed", "failed", "cancelled"})

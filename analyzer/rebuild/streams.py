@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from ..model import Anomaly, EntryKind, Side, TimelineEntry, TransportEvent, TransportKind
 from . import cancels, holds
-from .model import Anomaly, EntryKind, Side, TimelineEntry, TransportEvent, TransportKind
 from .pending import PendingRequest, SessionState
 
 _TRANSPORT_ENTRY: Mapping[TransportKind, tuple[EntryKind, Side | None]] = {

@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from .entrylog import EntryLog
-from .model import (
+from ..model import (
     Anomaly,
     CancelInfo,
     EntryKind,
@@ -30,6 +29,7 @@ from .model import (
     TransportEvent,
     revisions,
 )
+from .entrylog import EntryLog
 from .ordering import relate
 
 if TYPE_CHECKING:

@@ -21,10 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
-from . import cancels, gave_up, holds, progress_notifications, streams, task_traffic, tasks
-from .entrylog import EntryLog, message_entry
-from .finished import FinishedRequests
-from .model import (
+from ..model import (
     Anomaly,
     CancelInfo,
     CancelMechanism,
@@ -47,6 +44,10 @@ from .model import (
     Vantage,
     revisions,
 )
+from . import cancels, gave_up, holds, streams, task_traffic, tasks
+from . import progress as progress_notifications
+from .entrylog import EntryLog, message_entry
+from .finished import FinishedRequests
 from .ordering import says_cancelled
 from .pending import (
     PendingRequest,

@@ -7,9 +7,9 @@ where the revision says it is one.
 
 from __future__ import annotations
 
+from ..model import Anomaly, CancelInfo, CancelMechanism, MessageEvent, Side, TimelineEntry, Transport, TransportEvent
 from . import holds
 from .finished import FinishedRequests
-from .model import Anomaly, CancelInfo, CancelMechanism, MessageEvent, Side, TimelineEntry, Transport, TransportEvent
 from .pending import PendingRequest, SessionState
 
 

@@ -31,7 +31,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import Anomaly, Message, MessageEvent, MessageKind, RequestId, Revision, Side, revisions
+from ..model import Anomaly, Message, MessageEvent, MessageKind, RequestId, Revision, Side, revisions
 from .pending import MAX_TASKS, PendingRequest, SessionState
 
 TAG = "io.modelcontextprotocol/related-task"

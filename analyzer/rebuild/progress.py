@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..model import Anomaly, EntryKind, Message, MessageEvent, Side
 from . import task_traffic
 from .entrylog import message_entry
 from .finished import FinishedRequests
-from .model import Anomaly, EntryKind, Message, MessageEvent, Side
 from .pending import PendingRequest, SessionState, valid_token
 
 _NUMBERS = (int, float)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .model import (
+from ..model import (
     CancelInfo,
     CancelMechanism,
     Certainty,
