@@ -14,8 +14,9 @@ from . import outcomes
 from .catalog import load_catalog
 from .engine import Engine
 from .errors import CancelwireError, InputError, UnknownFormatError
-from .merge import MergeSummary
-from .merged import MAX_EVENTS, Recording, merge_recordings
+from .merge.align import MergeSummary
+from .merge.recordings import MAX_EVENTS, Recording, merge_recordings
+from .merge.same_session import Requests, same_sessions
 from .model import Anomaly, CancelledCall, Event, RequestTimeline, Session
 from .partial import Merged, Partial, Row, Sink
 from .readers import InputSource, ReadOptions, choose_reader, expand_inputs
@@ -24,7 +25,6 @@ from .rebuild.reconstruct import ReconstructOptions, Reconstructor
 from .redact import redacting
 from .results import AuditResult, HowMade, InputSummary, Setting
 from .rule import Rule, RuleStatus
-from .same_session import Requests, same_sessions
 
 if TYPE_CHECKING:
     from .fleet import Fleet

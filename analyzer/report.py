@@ -22,7 +22,7 @@ from .results import AuditResult, HowMade
 from .verdict import verdict
 
 if TYPE_CHECKING:
-    from .merge import MergeSummary
+    from .merge.align import MergeSummary
 
 #: Bumped on any incompatible change of the JSON report (independent of the tool version).
 SCHEMA_VERSION = 1

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .cancellations import Cancellations
 from .engine import Skip
-from .merge import MergeSummary
+from .merge.align import MergeSummary
 from .model import Finding, Session, Severity
 from .rule import Rule
 from .support.spool import SortedSpool, Spool

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from cancelwire.errors import InputError
-from cancelwire.merge import Flow, Item, fit_clock
+from cancelwire.merge.align.align import Flow, Item, fit_clock
 from cancelwire.model.timestamps import plausible
 from cancelwire.readers import InputSource, ReadOptions
 from cancelwire.readers.har.reader.reader import READER as HAR

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 
 import orjson
 
-from .model import Anomaly, Origin, RequestTimeline, Session
+from ..model import Anomaly, Origin, RequestTimeline, Session
 
 MAX_REQUESTS = 32
 """Requests remembered per session (the earliest in the recording)."""

@@ -18,8 +18,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeGuard
 
-from .merged_facts import Evidence
-from .model import Direction, Event, MessageEvent, MessageKind
+from ..model import Direction, Event, MessageEvent, MessageKind
+from .facts import Evidence
 
 CANCELLED = "notifications/cancelled"
 

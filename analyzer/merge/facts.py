@@ -11,8 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .merge import ClockFit
-from .model import (
+from ..model import (
     Anomaly,
     Direction,
     Event,
@@ -26,8 +25,9 @@ from .model import (
     TransportKind,
     Vantage,
 )
-from .rebuild.gave_up import REQUESTER
-from .rebuild.ordering import says_cancelled
+from ..rebuild.gave_up import REQUESTER
+from ..rebuild.ordering import says_cancelled
+from .align import ClockFit
 
 #: Error codes clients use for a call they gave up on: LSP's RequestCancelled, the TypeScript SDK's
 #: RequestTimeout (-32001), and the Python SDK's REQUEST_TIMEOUT (408).

@@ -27,7 +27,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .model.timestamps import plausible
+from ..model.timestamps import plausible
 
 __all__ = ["ClockFit", "Contribution", "Flow", "Item", "Matching", "MergeSummary", "fit_clock", "in_order", "match"]
 

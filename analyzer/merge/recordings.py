@@ -24,10 +24,7 @@ from dataclasses import dataclass, field, replace
 
 import orjson
 
-from . import merge, merged_crossing
-from .merge import Contribution, Flow, Item, MergeSummary
-from .merged_facts import POSITION, Evidence, abandoned_calls, missing_messages, primary_streams
-from .model import (
+from ..model import (
     Anomaly,
     Direction,
     Event,
@@ -37,6 +34,10 @@ from .model import (
     TransportEvent,
     Vantage,
 )
+from . import align as merge
+from . import crossing as merged_crossing
+from .align import Contribution, Flow, Item, MergeSummary
+from .facts import POSITION, Evidence, abandoned_calls, missing_messages, primary_streams
 
 __all__ = ["MAX_EVENTS", "Merged", "Recording", "merge_recordings"]
 
