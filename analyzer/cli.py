@@ -22,13 +22,14 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from . import __version__, audit_run, baseline, catalog, catalog_text
+from . import __version__, audit_run, baseline
 from .arguments import audit_options, build_parser, settings_of
 from .dataset import DatasetWriter
 from .errors import CancelwireError, OutputError
 from .fleet import Fleet
 from .formats import Output, OutputSpecError, plan, write
 from .gates import Triage
+from .judge import catalog, catalog_text
 from .model import Severity
 from .policy import gate_option, parse_gates
 from .progress import progress_bar

@@ -27,10 +27,10 @@ from pathlib import Path
 
 from .cancellations import Packed
 from .errors import CancelwireError
+from .judge.rule import Rule
 from .partial import Merged, Partial, pack_calls
 from .pipeline import AuditOptions, audit_source, sources
 from .readers import InputSource
-from .rule import Rule
 
 #: Inputs from which `--jobs` defaults to one worker per core (fewer are audited in this process).
 PARALLEL_FROM = 8

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .cancellations import Cancellations, Packed, pack
-from .engine import Skip
 from .errors import InputError
+from .judge.engine import Skip
 from .model import CancelledCall, Finding, Session
 from .results import Findings, InputSummary
 

@@ -10,10 +10,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import outcomes
-from .catalog import load_catalog
-from .engine import Engine
 from .errors import CancelwireError, InputError, UnknownFormatError
+from .judge import outcomes
+from .judge.catalog import load_catalog
+from .judge.engine import Engine
+from .judge.rule import Rule, RuleStatus
 from .merge.align import MergeSummary
 from .merge.recordings import MAX_EVENTS, Recording, merge_recordings
 from .merge.same_session import Requests, same_sessions
@@ -24,7 +25,6 @@ from .rebuild.ordering import DEFAULT_RACE_WINDOWS
 from .rebuild.reconstruct import ReconstructOptions, Reconstructor
 from .redact import redacting
 from .results import AuditResult, HowMade, InputSummary, Setting
-from .rule import Rule, RuleStatus
 
 if TYPE_CHECKING:
     from .fleet import Fleet

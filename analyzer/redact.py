@@ -32,8 +32,8 @@ from typing import Any
 
 import orjson
 
-from .engine import Skip
 from .errors import InputError
+from .judge.engine import Skip
 from .model import Anomaly, CancelledCall, Finding, RequestTimeline, Session, TimelineEntry
 from .partial import Row, Sink
 from .results import InputSummary

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, Generic, TextIO, TypeVar
 
 from . import __version__
 from .baseline import FindingPrints
-from .catalog import load_catalog
 from .gates import Triage
+from .judge.catalog import load_catalog
 from .model import Finding, Session, jsonrpc
 from .model.forms import cancellation, display_filter, listed_json, origin_dict, time_text
 from .results import AuditResult, HowMade

@@ -10,10 +10,10 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 from .cancellations import Cancellations
-from .engine import Skip
+from .judge.engine import Skip
+from .judge.rule import Rule
 from .merge.align import MergeSummary
 from .model import Finding, Session, Severity
-from .rule import Rule
 from .support.spool import SortedSpool, Spool
 
 if TYPE_CHECKING:

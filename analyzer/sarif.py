@@ -16,10 +16,10 @@ from urllib.parse import quote
 
 from . import __version__
 from .gates import Issue, Triage
+from .judge.rule import Rule
 from .model import Origin, Severity, jsonrpc
 from .model.forms import display_filter
 from .policy import OUTCOME_HELP, Gate
-from .rule import Rule
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}

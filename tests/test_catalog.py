@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from cancelwire.catalog import load_catalog
-from cancelwire.catalog_text import explain_text
 from cancelwire.errors import CancelwireError, RuleFileError
+from cancelwire.judge.catalog import load_catalog
+from cancelwire.judge.catalog_text import explain_text
 from cancelwire.model import revisions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -194,7 +194,7 @@ def test_huge_deep_and_odd_rule_files_are_clear_errors(tmp_path: Path) -> None:
 
 
 def test_closed_sets_are_enums() -> None:
-    from cancelwire.rule import Firing, RuleStatus, Shape
+    from cancelwire.judge.rule import Firing, RuleStatus, Shape
 
     rule = next(r for r in RULES if r.id == "CW101")
     assert rule.status is RuleStatus.STABLE and rule.firing is Firing.ONCE_PER_REQUEST

@@ -20,8 +20,8 @@ from typing import Any
 import cancelwire
 import pytest
 from cancelwire import cli, fleet, pipeline, progress
-from cancelwire.catalog import load_catalog
 from cancelwire.formats import FORMATS
+from cancelwire.judge.catalog import load_catalog
 from cancelwire.model import forms
 from cancelwire.partial import Partial
 from cancelwire.results import HowMade

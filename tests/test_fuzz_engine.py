@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cancelwire.catalog import load_catalog
+from cancelwire.judge.catalog import load_catalog
 from cancelwire.model import REVISIONS, Severity
 from cancelwire.pipeline import AuditOptions, audit
 from cancelwire.rebuild.reconstruct import ReconstructOptions

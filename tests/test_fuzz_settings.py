@@ -17,9 +17,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from cancelwire.catalog import PLACEHOLDERS, load_catalog, load_rule
 from cancelwire.config import find_settings
 from cancelwire.errors import ConfigError, RuleFileError
+from cancelwire.judge.catalog import PLACEHOLDERS, load_catalog, load_rule
 from fuzzing import MUTATIONS, PENDING, ROOT, deep_nesting, fuzz_settings, mutate
 from hypothesis import assume, given
 from hypothesis import strategies as st

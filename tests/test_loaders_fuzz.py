@@ -8,8 +8,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from cancelwire import catalog, config
+from cancelwire import config
 from cancelwire.errors import ConfigError, RuleFileError
+from cancelwire.judge import catalog
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from cancelwire import engine, report
+from cancelwire import report
+from cancelwire.judge import engine
 from cancelwire.pipeline import audit
 from transcripts import Line, write_transcript
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cancelwire.catalog import load_catalog
+from cancelwire.judge.catalog import load_catalog
 from cancelwire.model import Origin, Vantage
 from cancelwire.pipeline import AuditOptions, audit
 from cancelwire.readers import ReadOptions

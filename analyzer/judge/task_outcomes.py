@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import EntryKind, Outcome, Relation, RequestTimeline, TimelineEntry
-from .model.revisions import facts
+from ..model import EntryKind, Outcome, Relation, RequestTimeline, TimelineEntry
+from ..model.revisions import facts
 
 #: Task statuses that say the work ran to its end.
 _FINISHED = frozenset({"completed", "failed"})

@@ -8,7 +8,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Iterable, Iterator
 
-from .model import Level
+from ..model import Level
 from .rule import Rule, levels_of
 
 

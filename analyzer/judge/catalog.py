@@ -16,9 +16,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .config import seconds_of
-from .errors import RuleFileError
-from .model import (
+from ..config import seconds_of
+from ..errors import RuleFileError
+from ..model import (
     REVISIONS,
     CancelMechanism,
     EntryKind,
@@ -29,6 +29,7 @@ from .model import (
     Transport,
     Vantage,
 )
+from ..support.files import data_dir, key_text, read_toml, shown
 from .rule import (
     Condition,
     Firing,
@@ -42,7 +43,6 @@ from .rule import (
     Timing,
     Where,
 )
-from .support.files import data_dir, key_text, read_toml, shown
 
 PLACEHOLDERS = frozenset({"method", "request_id", "tool", "gap", "sender", "receiver", "revision"})
 #: The largest rule file read; the biggest built-in is under 3 KiB.

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from .model import REVISIONS, CancelMechanism, EntryKind, Level, Outcome, Revision, Severity, Transport, Vantage
+from ..model import REVISIONS, CancelMechanism, EntryKind, Level, Outcome, Revision, Severity, Transport, Vantage
 
 LEVEL_ORDER = {Level.MAY: 0, Level.SHOULD: 1, Level.MUST: 2}
 

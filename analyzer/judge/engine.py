@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from .model import (
+from ..model import (
     Anomaly,
     CancelledCall,
     Certainty,

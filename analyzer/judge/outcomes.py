@@ -11,8 +11,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import replace
 
-from . import task_outcomes
-from .model import (
+from ..model import (
     CancelledCall,
     CancelMechanism,
     Certainty,
@@ -25,6 +24,7 @@ from .model import (
     TimelineEntry,
     ToolEffect,
 )
+from . import task_outcomes
 
 _REPLIES = (EntryKind.RESULT, EntryKind.ERROR_RESULT)
 #: Timeline entries a cancelled call keeps for its report: the request and those around the cancel.
