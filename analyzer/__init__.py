@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .api import audit
     from .errors import CancelwireError, ConfigError, InputError, RuleFileError
     from .model import Outcome, Severity
-    from .results import AuditResult
+    from .run.results import AuditResult
 
 __all__ = [
     "AuditResult",

@@ -20,11 +20,11 @@ from .config import count_of, seconds_of
 from .errors import ConfigError
 from .fleet import Fleet
 from .model import REVISIONS, Vantage
-from .pipeline import AuditOptions
-from .pipeline import audit as run_audit
 from .readers.base import ReadOptions
 from .rebuild.reconstruct import ReconstructOptions
-from .results import AuditResult, Setting
+from .run.pipeline import AuditOptions
+from .run.pipeline import audit as run_audit
+from .run.results import AuditResult, Setting
 from .support.spool import Spool
 
 PathLike = str | os.PathLike[str]

@@ -17,11 +17,11 @@ from . import __version__
 from .config import Settings, count_of, find_settings, load_settings, seconds_of
 from .formats import FORMATS
 from .model import REVISIONS, Vantage
-from .pipeline import AuditOptions
 from .readers import ReadOptions, reader_names
 from .readers.inflate import InflateLimits, ratio_of
 from .rebuild.reconstruct import DEFAULT_MAX_OPEN, ReconstructOptions
-from .results import Setting
+from .run.pipeline import AuditOptions
+from .run.results import Setting
 from .support import inert
 
 #: Frame numbers are 32-bit in pcap/pcapng tools (tshark's frame.number is a uint32).

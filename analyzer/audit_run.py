@@ -22,8 +22,8 @@ from .errors import InputError, OutputError
 from .fleet import Fleet
 from .formats import Output
 from .gates import Triage
-from .pipeline import AuditOptions, audit
-from .results import AuditResult
+from .run.pipeline import AuditOptions, audit
+from .run.results import AuditResult
 from .support.outputs import STEP_SUMMARY, AtomicOutput, appending
 from .support.spool import Spool
 

@@ -33,7 +33,7 @@ from .judge import catalog, catalog_text
 from .model import Severity
 from .policy import gate_option, parse_gates
 from .progress import progress_bar
-from .results import AuditResult, ExitStatus
+from .run.results import AuditResult, ExitStatus
 from .support import inert
 from .support.outputs import STEP_SUMMARY, AtomicOutput, refuse_folder_in_inputs, refuse_inputs
 

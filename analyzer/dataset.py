@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import OutputError
-from .results import AuditResult
+from .run.results import AuditResult
 from .tables.arrow import pyarrow_module, schema, table_of
 
 TABLES = ("findings", "cancellations", "exchanges")

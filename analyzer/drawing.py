@@ -17,10 +17,11 @@ from typing import Any
 
 import orjson
 
-from . import diagram, redact, report
+from . import diagram, report
 from .errors import CancelwireError, InputError
 from .model import CancelledCall, RequestTimeline, forms
-from .pipeline import AuditOptions, audit
+from .run import redact
+from .run.pipeline import AuditOptions, audit
 
 #: Requests kept while looking for one id (the same id can be in many sessions, and in both id spaces).
 MAX_MATCHES = 50

@@ -18,7 +18,7 @@ from typing import Any
 from .baseline import Baseline, Fingerprinter, Identity, finding_identity, session_identity
 from .model import CancelledCall, Certainty, Finding, Origin, Outcome, RequestId, Session, Severity
 from .policy import DEFAULT_GATES, Gate, Suppression
-from .results import AuditResult, ExitStatus
+from .run.results import AuditResult, ExitStatus
 
 
 class IssueKind(StrEnum):

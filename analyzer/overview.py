@@ -16,7 +16,7 @@ from markupsafe import Markup
 
 from . import charts
 from .baseline import FindingPrints
-from .results import AuditResult
+from .run.results import AuditResult
 from .support import inert
 from .tables import exchanges as tables
 from .tables import frames

@@ -18,7 +18,7 @@ from .gates import Triage
 from .judge.catalog import load_catalog
 from .model import Finding, Session, jsonrpc
 from .model.forms import cancellation, display_filter, listed_json, origin_dict, time_text
-from .results import AuditResult, HowMade
+from .run.results import AuditResult, HowMade
 from .verdict import verdict
 
 if TYPE_CHECKING:

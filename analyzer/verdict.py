@@ -21,7 +21,7 @@ from typing import Any
 
 from .gates import Triage
 from .model import Severity
-from .results import ExitStatus
+from .run.results import ExitStatus
 
 _WORD = {ExitStatus.PASSED: "PASS", ExitStatus.FINDINGS: "FAIL", ExitStatus.USAGE: "ERROR"}
 _SEVERITIES = (Severity.ERROR, Severity.WARNING, Severity.INFO)

@@ -39,7 +39,7 @@ def test_importing_the_package_loads_no_pipeline() -> None:
 
 
 def test_the_audit_submodule_does_not_shadow_the_function() -> None:
-    import cancelwire.pipeline
+    import cancelwire.run.pipeline
 
     assert callable(cancelwire.audit)
 

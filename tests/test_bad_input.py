@@ -7,9 +7,9 @@ from pathlib import Path
 
 from cancelwire.errors import InputError
 from cancelwire.model import Anomaly, MessageEvent, SessionStart, TransportEvent
-from cancelwire.pipeline import audit
 from cancelwire.readers import InputSource, ReadOptions
 from cancelwire.readers.text.transcript import READER
+from cancelwire.run.pipeline import audit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -14,7 +14,7 @@ import pytest
 from cancelwire import baseline, cli
 from cancelwire.baseline import Identity, fingerprint
 from cancelwire.gates import Triage
-from cancelwire.pipeline import audit
+from cancelwire.run.pipeline import audit
 from test_cli import ROOT, run
 
 STDIO = ROOT / "sample_captures" / "stdio"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from cancelwire.model import MessageKind, jsonrpc
 from cancelwire.model.jsonrpc import decode_text
-from cancelwire.pipeline import audit
+from cancelwire.run.pipeline import audit
 
 from tests.fuzzing import run_cli
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cancelwire.pipeline import audit
 from cancelwire.report import render
+from cancelwire.run.pipeline import audit
 from cancelwire.support import inert
 from transcripts import Line, write_transcript
 

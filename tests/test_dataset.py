@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from cancelwire import cli, dataset
-from cancelwire.pipeline import audit
+from cancelwire.run.pipeline import audit
 from cancelwire.tables.exchanges import arrow, frames
 from cancelwire.tables.exchanges import exchanges as tables
 

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from cancelwire.model import Anomaly, Direction, Message, MessageEvent, Side, Vantage
 from cancelwire.model.jsonrpc import decode_text
-from cancelwire.pipeline import audit
 from cancelwire.readers.capture.sessions import MAX_BACKLOG, Build, Exchange, Sessions
 from cancelwire.readers.http.delivery import Delivery, answers, delivered, of_status
 from cancelwire.report import build
+from cancelwire.run.pipeline import audit
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_captures" / "redirect"

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 from cancelwire import diagram, diagram_rows
-from cancelwire.pipeline import audit
 from cancelwire.report import build, render
+from cancelwire.run.pipeline import audit
 from fuzzing import fuzz_settings
 from hypothesis import given
 from hypothesis import strategies as st

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from cancelwire.model import CancelledCall, EntryKind, Relation, RequestTimeline
-from cancelwire.pipeline import AuditOptions, audit
 from cancelwire.rebuild.reconstruct import ReconstructOptions
+from cancelwire.run.pipeline import AuditOptions, audit
 from cancelwire.tables.exchanges.exchanges import row
 from fuzzing import fuzz_settings, simple_steps, timed
 from hypothesis import given

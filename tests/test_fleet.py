@@ -19,12 +19,13 @@ from typing import Any
 
 import cancelwire
 import pytest
-from cancelwire import cli, fleet, pipeline, progress
+from cancelwire import cli, fleet, progress
 from cancelwire.formats import FORMATS
 from cancelwire.judge.catalog import load_catalog
 from cancelwire.model import forms
-from cancelwire.partial import Partial
-from cancelwire.results import HowMade
+from cancelwire.run import pipeline
+from cancelwire.run.partial import Partial
+from cancelwire.run.results import HowMade
 from transcripts import Line, write_transcript
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from cancelwire.judge.catalog import load_catalog
 from cancelwire.model import REVISIONS, Severity
-from cancelwire.pipeline import AuditOptions, audit
 from cancelwire.rebuild.reconstruct import ReconstructOptions
+from cancelwire.run.pipeline import AuditOptions, audit
 from fuzzing import fuzz_settings, hostile_steps, timed
 from hypothesis import given
 from hypothesis import strategies as st

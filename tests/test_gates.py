@@ -10,8 +10,8 @@ import jsonschema
 import pytest
 from cancelwire.gates import Triage
 from cancelwire.model import Outcome, Severity
-from cancelwire.pipeline import audit
 from cancelwire.policy import DEFAULT_GATES, Gate
+from cancelwire.run.pipeline import audit
 from test_cli import ROOT, run
 
 UNVERIFIED = str(ROOT / "sample_captures/stdio/sdk-cancel-slow-tool.jsonl")  # one outcome-unverified, no finding

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 from cancelwire.model import Anomaly, MessageEvent, SessionStart, Transport
-from cancelwire.pipeline import audit
 from cancelwire.readers import InputSource, ReadOptions
 from cancelwire.readers.har.reader.reader import READER
 from cancelwire.report import build
+from cancelwire.run.pipeline import audit
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = "tests/fixtures/har/mitmdump-sdk-legacy-sse.har"

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from cancelwire.errors import InputError
 from cancelwire.model import Anomaly, Direction, MessageEvent, SessionStart, TransportEvent, TransportKind, Vantage
-from cancelwire.pipeline import audit
 from cancelwire.readers import InputSource, ReadOptions, choose_reader
 from cancelwire.readers.har.reader.reader import READER, vantage_of
 from cancelwire.readers.har.reader.scan import MAX_DEPTH, Part, Scanner
 from cancelwire.report import build
+from cancelwire.run.pipeline import audit
 
 ROOT = Path(__file__).resolve().parents[1]
 HAR = ROOT / "sample_captures" / "har"

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 from cancelwire.model import Anomaly, MessageEvent, SessionStart
-from cancelwire.pipeline import audit
 from cancelwire.readers import InputSource, ReadOptions
 from cancelwire.readers.har.reader.reader import READER
 from cancelwire.report import build
+from cancelwire.run.pipeline import audit
 
 
 def _rpc(**fields: Any) -> str:

@@ -22,7 +22,6 @@ from cancelwire.model import (
     TransportEvent,
     Vantage,
 )
-from cancelwire.pipeline import AuditOptions, audit
 from cancelwire.readers import (
     InputSource,
     Reader,
@@ -38,6 +37,7 @@ from cancelwire.readers.text import (
     vscode,
 )
 from cancelwire.rebuild.reconstruct import ReconstructOptions
+from cancelwire.run.pipeline import AuditOptions, audit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

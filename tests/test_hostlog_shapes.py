@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from cancelwire.model import Anomaly, Event, MessageEvent, SessionStart
-from cancelwire.pipeline import audit
 from cancelwire.readers import InputSource, Reader, ReadOptions, choose_reader
 from cancelwire.readers.text import vscode
+from cancelwire.run.pipeline import audit
 
 INIT = (
     '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},'

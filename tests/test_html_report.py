@@ -15,8 +15,8 @@ import pytest
 from cancelwire import charts, html_view
 from cancelwire.gates import Triage
 from cancelwire.model import Severity
-from cancelwire.pipeline import audit
 from cancelwire.report import render
+from cancelwire.run.pipeline import audit
 from transcripts import Line, write_transcript
 
 ROOT = Path(__file__).resolve().parent.parent

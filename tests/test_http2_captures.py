@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 from cancelwire.model import TransportEvent
-from cancelwire.pipeline import audit
 from cancelwire.readers import InputSource, ReadOptions
 from cancelwire.readers.capture.reader import READER
 from cancelwire.report import build
+from cancelwire.run.pipeline import audit
 
 ROOT = Path(__file__).resolve().parent.parent
 H2 = ROOT / "sample_captures" / "http2"

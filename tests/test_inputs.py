@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from cancelwire.errors import InputError
 from cancelwire.model import Anomaly, MessageEvent
-from cancelwire.pipeline import audit
 from cancelwire.readers import ReadOptions, choose_reader, expand_inputs
 from cancelwire.readers.inflate import InflateLimits, Inflater
 from cancelwire.readers.source import InputSource
 from cancelwire.readers.text.transcript import READER
+from cancelwire.run.pipeline import audit
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_captures" / "stdio" / "handwritten-client-cancels-unknown-id.jsonl"

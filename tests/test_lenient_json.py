@@ -8,7 +8,7 @@ from pathlib import Path
 
 from cancelwire.model import MessageKind
 from cancelwire.model.jsonrpc import decode_text
-from cancelwire.pipeline import audit
+from cancelwire.run.pipeline import audit
 
 
 def test_lone_surrogates_parse_and_become_replacement_characters() -> None:

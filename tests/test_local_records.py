@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from cancelwire.model import Anomaly, MessageEvent, TransportEvent, TransportKind
-from cancelwire.pipeline import AuditOptions, audit
 from cancelwire.readers import InputSource, ReadOptions
 from cancelwire.readers.text.ndjson import READER
-from cancelwire.results import AuditResult
+from cancelwire.run.pipeline import AuditOptions, audit
+from cancelwire.run.results import AuditResult
 
 MERGE = Path(__file__).resolve().parent.parent / "sample_captures" / "merge"
 

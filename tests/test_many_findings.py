@@ -13,7 +13,7 @@ import orjson
 import pytest
 from cancelwire import report
 from cancelwire.judge import engine
-from cancelwire.pipeline import audit
+from cancelwire.run.pipeline import audit
 from transcripts import Line, write_transcript
 
 REPLIES = 30

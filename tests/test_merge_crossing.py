@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cancelwire.pipeline import AuditOptions, audit
-from cancelwire.results import AuditResult
+from cancelwire.run.pipeline import AuditOptions, audit
+from cancelwire.run.results import AuditResult
 
 OFFSET = 100.0
 """The server's clock runs this far ahead of the client's."""

@@ -12,9 +12,9 @@ from typing import Any
 
 import jsonschema
 import pytest
-from cancelwire.pipeline import AuditOptions, audit
 from cancelwire.report import build
-from cancelwire.results import AuditResult
+from cancelwire.run.pipeline import AuditOptions, audit
+from cancelwire.run.results import AuditResult
 
 ROOT = Path(__file__).resolve().parent.parent
 MERGE = ROOT / "sample_captures" / "merge"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cancelwire.pipeline import AuditOptions, audit
 from cancelwire.rebuild.reconstruct import ReconstructOptions
+from cancelwire.run.pipeline import AuditOptions, audit
 from transcripts import write_transcript
 
 TOOLS = [

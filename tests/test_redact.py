@@ -11,9 +11,9 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from cancelwire import redact
-from cancelwire.pipeline import AuditOptions, audit
 from cancelwire.report import build
+from cancelwire.run import redact
+from cancelwire.run.pipeline import AuditOptions, audit
 from test_reports import ROOT, SAMPLES
 
 #: Where a message carries payload (what the peers said), as the MCP schema defines it; identifiers

@@ -13,8 +13,8 @@ from typing import Any
 import jsonschema
 import pytest
 from cancelwire import __version__, rendering, report
-from cancelwire.pipeline import audit
 from cancelwire.report import build, render
+from cancelwire.run.pipeline import audit
 from transcripts import Line, write_transcript
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -26,9 +26,9 @@ from typing import Any
 import pytest
 from cancelwire.judge.catalog import load_catalog
 from cancelwire.model import Origin, Vantage
-from cancelwire.pipeline import AuditOptions, audit
 from cancelwire.readers import ReadOptions
 from cancelwire.rebuild.reconstruct import ReconstructOptions
+from cancelwire.run.pipeline import AuditOptions, audit
 
 HERE = Path(__file__).parent / "rules"
 RULES = {r.slug: r for r in load_catalog() if r.status != "removed"}

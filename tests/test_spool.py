@@ -1,8 +1,8 @@
 import json
 import pickle
 
-from cancelwire.cancellations import Cancellations, pack
 from cancelwire.model import CancelledCall, CancelMechanism, Certainty, Origin, Outcome, forms
+from cancelwire.run.cancellations import Cancellations, pack
 from cancelwire.support.spool import SortedSpool, Spool
 
 

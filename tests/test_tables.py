@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from cancelwire.pipeline import audit
+from cancelwire.run.pipeline import audit
 from cancelwire.tables.exchanges.exchanges import ExchangeWriter
 from transcripts import Line, write_transcript
 

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from cancelwire import audit, pipeline
+from cancelwire import audit
 from cancelwire.diagram import draw
 from cancelwire.model import CancelledCall, RequestTimeline
 from cancelwire.report import build
+from cancelwire.run import pipeline
 from test_cli import run
 
 ROOT = Path(__file__).resolve().parent.parent

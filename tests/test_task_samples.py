@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 from cancelwire.model import MessageEvent, MessageKind
-from cancelwire.pipeline import audit
 from cancelwire.readers import InputSource, ReadOptions, choose_reader
 from cancelwire.report import build
+from cancelwire.run.pipeline import audit
 
 ROOT = Path(__file__).resolve().parent.parent
 TASKS = ROOT / "sample_captures" / "tasks"

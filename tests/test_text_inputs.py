@@ -9,12 +9,12 @@ import tracemalloc
 from pathlib import Path
 
 from cancelwire.model import Anomaly, SessionStart, Transport, Vantage
-from cancelwire.pipeline import audit
 from cancelwire.readers import ReadOptions, choose_reader
 from cancelwire.readers.lines import RawLine, iter_lines
 from cancelwire.readers.source import InputSource
 from cancelwire.readers.text import claude_desktop
 from cancelwire.readers.text.transcript import READER
+from cancelwire.run.pipeline import audit
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_captures" / "stdio" / "handwritten-client-cancels-unknown-id.jsonl"

@@ -16,9 +16,9 @@ from cancelwire import __version__, rendering
 from cancelwire.baseline import read as read_baseline
 from cancelwire.gates import Triage
 from cancelwire.model import Severity
-from cancelwire.pipeline import audit
 from cancelwire.policy import Suppression
 from cancelwire.report import render
+from cancelwire.run.pipeline import audit
 from test_reports import ROOT, SAMPLES
 from transcripts import Line, write_transcript
 

@@ -32,9 +32,9 @@ from typing import Any
 
 import orjson
 
-from .errors import InputError
-from .judge.engine import Skip
-from .model import Anomaly, CancelledCall, Finding, RequestTimeline, Session, TimelineEntry
+from ..errors import InputError
+from ..judge.engine import Skip
+from ..model import Anomaly, CancelledCall, Finding, RequestTimeline, Session, TimelineEntry
 from .partial import Row, Sink
 from .results import InputSummary
 

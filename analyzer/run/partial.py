@@ -15,10 +15,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..errors import InputError
+from ..judge.engine import Skip
+from ..model import CancelledCall, Finding, Session
 from .cancellations import Cancellations, Packed, pack
-from .errors import InputError
-from .judge.engine import Skip
-from .model import CancelledCall, Finding, Session
 from .results import Findings, InputSummary
 
 Row = dict[str, Any]

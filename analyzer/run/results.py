@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
+from ..judge.engine import Skip
+from ..judge.rule import Rule
+from ..merge.align import MergeSummary
+from ..model import Finding, Session, Severity
+from ..support.spool import SortedSpool, Spool
 from .cancellations import Cancellations
-from .judge.engine import Skip
-from .judge.rule import Rule
-from .merge.align import MergeSummary
-from .model import Finding, Session, Severity
-from .support.spool import SortedSpool, Spool
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -156,8 +156,8 @@ class AuditResult:
 
     def to_dataframe(self, table: str = "findings") -> pd.DataFrame:
         """`findings`, `cancellations` or `exchanges` as a pandas DataFrame (columns in `frames.py`)."""
-        from .baseline import FindingPrints
-        from .tables import frames  # pandas is loaded only by those who ask for a frame
+        from ..baseline import FindingPrints
+        from ..tables import frames  # pandas is loaded only by those who ask for a frame
 
         if table == "findings":
             return frames.findings_frame(self.findings, FindingPrints(self.sessions))

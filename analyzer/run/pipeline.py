@@ -10,24 +10,24 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import CancelwireError, InputError, UnknownFormatError
-from .judge import outcomes
-from .judge.catalog import load_catalog
-from .judge.engine import Engine
-from .judge.rule import Rule, RuleStatus
-from .merge.align import MergeSummary
-from .merge.recordings import MAX_EVENTS, Recording, merge_recordings
-from .merge.same_session import Requests, same_sessions
-from .model import Anomaly, CancelledCall, Event, RequestTimeline, Session
+from ..errors import CancelwireError, InputError, UnknownFormatError
+from ..judge import outcomes
+from ..judge.catalog import load_catalog
+from ..judge.engine import Engine
+from ..judge.rule import Rule, RuleStatus
+from ..merge.align import MergeSummary
+from ..merge.recordings import MAX_EVENTS, Recording, merge_recordings
+from ..merge.same_session import Requests, same_sessions
+from ..model import Anomaly, CancelledCall, Event, RequestTimeline, Session
+from ..readers import InputSource, ReadOptions, choose_reader, expand_inputs
+from ..rebuild.ordering import DEFAULT_RACE_WINDOWS
+from ..rebuild.reconstruct import ReconstructOptions, Reconstructor
 from .partial import Merged, Partial, Row, Sink
-from .readers import InputSource, ReadOptions, choose_reader, expand_inputs
-from .rebuild.ordering import DEFAULT_RACE_WINDOWS
-from .rebuild.reconstruct import ReconstructOptions, Reconstructor
 from .redact import redacting
 from .results import AuditResult, HowMade, InputSummary, Setting
 
 if TYPE_CHECKING:
-    from .fleet import Fleet
+    from ..fleet import Fleet
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,7 +306,7 @@ def _as_is(anomaly: Anomaly) -> Anomaly:
 
 
 def _row_maker() -> Callable[[RequestTimeline, CancelledCall | None], Row]:
-    from .tables.exchanges import row  # pandas is loaded only when exchange rows are wanted
+    from ..tables.exchanges import row  # pandas is loaded only when exchange rows are wanted
 
     return row
 

@@ -15,9 +15,9 @@ import pickle
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from .model import CancelledCall
-from .model.forms import cancellation, listed_json
-from .support.spool import Spool
+from ..model import CancelledCall
+from ..model.forms import cancellation, listed_json
+from ..support.spool import Spool
 
 
 def json_text(call: CancelledCall) -> str:
