@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from .config import count_of, seconds_of
 from .errors import ConfigError
-from .fleet import Fleet
+from .fleet.pool import Fleet
 from .model import REVISIONS, Vantage
 from .readers.base import ReadOptions
 from .rebuild.reconstruct import ReconstructOptions

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from . import baseline
 from .dataset import DatasetWriter
 from .errors import InputError, OutputError
-from .fleet import Fleet
+from .fleet.pool import Fleet
 from .formats import Output
 from .gates import Triage
 from .run.pipeline import AuditOptions, audit

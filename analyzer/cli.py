@@ -26,7 +26,7 @@ from . import __version__, audit_run, baseline
 from .arguments import audit_options, build_parser, settings_of
 from .dataset import DatasetWriter
 from .errors import CancelwireError, OutputError
-from .fleet import Fleet
+from .fleet.pool import Fleet
 from .formats import Output, OutputSpecError, plan, write
 from .gates import Triage
 from .judge import catalog, catalog_text

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cancelwire import cli, cluster
+from cancelwire import cli
+from cancelwire.fleet.pool import cluster
 from cancelwire.formats import FORMATS
 from test_fleet import fixed_generation_time, fleet_inputs  # noqa: F401  (fixtures)
 

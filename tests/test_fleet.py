@@ -19,7 +19,8 @@ from typing import Any
 
 import cancelwire
 import pytest
-from cancelwire import cli, fleet, progress
+from cancelwire import cli, progress
+from cancelwire.fleet.pool import pool as fleet
 from cancelwire.formats import FORMATS
 from cancelwire.judge.catalog import load_catalog
 from cancelwire.model import forms

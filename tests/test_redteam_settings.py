@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cancelwire import fleet
+from cancelwire.fleet.pool import pool as fleet
 from cancelwire.support.toml_lines import line_of
 
 SCRIPT = Path(sys.executable).parent / "cancelwire"

@@ -27,7 +27,7 @@ from .redact import redacting
 from .results import AuditResult, HowMade, InputSummary, Setting
 
 if TYPE_CHECKING:
-    from ..fleet import Fleet
+    from ..fleet.pool import Fleet
 
 
 @dataclass(frozen=True, slots=True)

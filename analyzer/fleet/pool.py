@@ -25,12 +25,12 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .errors import CancelwireError
-from .judge.rule import Rule
-from .readers import InputSource
-from .run.cancellations import Packed
-from .run.partial import Merged, Partial, pack_calls
-from .run.pipeline import AuditOptions, audit_source, sources
+from ..errors import CancelwireError
+from ..judge.rule import Rule
+from ..readers import InputSource
+from ..run.cancellations import Packed
+from ..run.partial import Merged, Partial, pack_calls
+from ..run.pipeline import AuditOptions, audit_source, sources
 
 #: Inputs from which `--jobs` defaults to one worker per core (fewer are audited in this process).
 PARALLEL_FROM = 8

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterator
 from concurrent import futures
 from typing import TYPE_CHECKING, Any
 
-from .errors import CancelwireError
+from ..errors import CancelwireError
 
 if TYPE_CHECKING:
-    from .fleet import Context, Done, Submit, Task, Work
+    from .pool import Context, Done, Submit, Task, Work
 
 #: Seconds to reach the scheduler before giving up with a clear error.
 CONNECT_TIMEOUT = 30
