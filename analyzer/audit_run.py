@@ -16,12 +16,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import baseline
+from .ci import baseline
+from .ci.gates import Triage
 from .dataset import DatasetWriter
 from .errors import InputError, OutputError
 from .fleet.pool import Fleet
 from .formats import Output
-from .gates import Triage
 from .run.pipeline import AuditOptions, audit
 from .run.results import AuditResult
 from .support.outputs import STEP_SUMMARY, AtomicOutput, appending

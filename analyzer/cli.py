@@ -22,16 +22,17 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from . import __version__, audit_run, baseline
+from . import __version__, audit_run
 from .arguments import audit_options, build_parser, settings_of
+from .ci import baseline
+from .ci.gates import Triage
+from .ci.policy import gate_option, parse_gates
 from .dataset import DatasetWriter
 from .errors import CancelwireError, OutputError
 from .fleet.pool import Fleet
 from .formats import Output, OutputSpecError, plan, write
-from .gates import Triage
 from .judge import catalog, catalog_text
 from .model import Severity
-from .policy import gate_option, parse_gates
 from .progress import progress_bar
 from .run.results import AuditResult, ExitStatus
 from .support import inert

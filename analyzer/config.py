@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .ci.policy import Key, SettingError, Suppression, parse_gates, parse_suppressions
 from .errors import ConfigError
-from .policy import Key, SettingError, Suppression, parse_gates, parse_suppressions
 from .support.files import key_text, read_regular, read_toml, shown
 from .support.toml_lines import line_of
 

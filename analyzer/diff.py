@@ -29,7 +29,7 @@ from typing import Any, TextIO
 import orjson
 
 from . import rendering
-from .baseline import Identity, fingerprint, identity
+from .ci.baseline import Identity, fingerprint, identity
 from .errors import ReportFileError
 from .model import Certainty, Outcome, Severity
 from .support.files import read_regular

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from . import report
-from .gates import Triage
+from .ci.gates import Triage
 
 FORMATS = (*report.FORMATS, "junit", "sarif", "github")
 

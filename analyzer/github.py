@@ -18,8 +18,8 @@ from collections import Counter
 from pathlib import Path
 from typing import TextIO
 
+from .ci.gates import Issue, Triage
 from .errors import OutputError
-from .gates import Issue, Triage
 from .model import Severity
 from .report import write as write_report
 from .support import inert

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from . import rendering
-from .gates import IssueKind, Triage
+from .ci.gates import IssueKind, Triage
+from .ci.policy import DEFAULT_GATES, OUTCOME_HELP
 from .model.forms import frame_filter
-from .policy import DEFAULT_GATES, OUTCOME_HELP
 
 #: The worst findings repeated in the verdict, so the first screen shows what to look at.
 WORST_SHOWN = 5

@@ -22,9 +22,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from .gates import Issue, Triage
+from .ci.gates import Issue, Triage
+from .ci.policy import Gate
 from .model.forms import display_filter
-from .policy import Gate
 from .support import inert
 
 #: Issues written out per test case; the rest are counted (a broken recording can raise thousands).

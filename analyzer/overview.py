@@ -15,7 +15,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from . import charts
-from .baseline import FindingPrints
+from .ci.baseline import FindingPrints
 from .run.results import AuditResult
 from .support import inert
 from .tables import exchanges as tables

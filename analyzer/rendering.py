@@ -22,9 +22,9 @@ import jinja2
 from markupsafe import Markup
 
 from . import diagram
+from .ci.verdict import plural
 from .support import inert
 from .support.files import data_dir
-from .verdict import plural
 
 TEMPLATES = {"text": "report.txt.j2", "md": "report.md.j2", "html": "report.html.j2"}
 MARKDOWN_LIMIT = 60_000

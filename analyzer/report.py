@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TextIO, TypeVar
 
 from . import __version__
-from .baseline import FindingPrints
-from .gates import Triage
+from .ci.baseline import FindingPrints
+from .ci.gates import Triage
+from .ci.verdict import verdict
 from .judge.catalog import load_catalog
 from .model import Finding, Session, jsonrpc
 from .model.forms import cancellation, display_filter, listed_json, origin_dict, time_text
 from .run.results import AuditResult, HowMade
-from .verdict import verdict
 
 if TYPE_CHECKING:
     from .merge.align import MergeSummary

@@ -15,11 +15,11 @@ from typing import Any, TextIO
 from urllib.parse import quote
 
 from . import __version__
-from .gates import Issue, Triage
+from .ci.gates import Issue, Triage
+from .ci.policy import OUTCOME_HELP, Gate
 from .judge.rule import Rule
 from .model import Origin, Severity, jsonrpc
 from .model.forms import display_filter
-from .policy import OUTCOME_HELP, Gate
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from cancelwire.gates import Triage
+from cancelwire.ci.gates import Triage
+from cancelwire.ci.policy import DEFAULT_GATES, Gate
 from cancelwire.model import Outcome, Severity
-from cancelwire.policy import DEFAULT_GATES, Gate
 from cancelwire.run.pipeline import audit
 from test_cli import ROOT, run
 

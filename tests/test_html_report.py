@@ -13,7 +13,7 @@ from pathlib import Path
 import cancelwire
 import pytest
 from cancelwire import charts, html_view
-from cancelwire.gates import Triage
+from cancelwire.ci.gates import Triage
 from cancelwire.model import Severity
 from cancelwire.report import render
 from cancelwire.run.pipeline import audit

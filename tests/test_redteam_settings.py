@@ -83,8 +83,8 @@ def run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
         ),
         (
             "pyproject.toml",
-            '[project]\nname = "x"\n\n[tool.cancelwire.gates]\noutcome-unverified = "fatal"\n',
-            "5: tool.cancelwire.gates: outcome-unverified: must be one of error, warning, info, finding, off, "
+            '[project]\nname = "x"\n\n[tool.cancelwire.ci.gates]\noutcome-unverified = "fatal"\n',
+            "5: tool.cancelwire.ci.gates: outcome-unverified: must be one of error, warning, info, finding, off, "
             "not 'fatal'",
         ),
     ],

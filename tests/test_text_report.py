@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 from cancelwire import __version__, rendering
-from cancelwire.baseline import read as read_baseline
-from cancelwire.gates import Triage
+from cancelwire.ci.baseline import read as read_baseline
+from cancelwire.ci.gates import Triage
+from cancelwire.ci.policy import Suppression
 from cancelwire.model import Severity
-from cancelwire.policy import Suppression
 from cancelwire.report import render
 from cancelwire.run.pipeline import audit
 from test_reports import ROOT, SAMPLES

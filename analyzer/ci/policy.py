@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError
-from .model import Outcome
-from .support.files import key_text, shown
+from ..errors import ConfigError
+from ..model import Outcome
+from ..support.files import key_text, shown
 
 if TYPE_CHECKING:
     from .gates import Issue

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from ..model import Severity
+from ..run.results import ExitStatus
 from .gates import Triage
-from .model import Severity
-from .run.results import ExitStatus
 
 _WORD = {ExitStatus.PASSED: "PASS", ExitStatus.FINDINGS: "FAIL", ExitStatus.USAGE: "ERROR"}
 _SEVERITIES = (Severity.ERROR, Severity.WARNING, Severity.INFO)

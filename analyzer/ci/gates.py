@@ -15,10 +15,10 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from ..model import CancelledCall, Certainty, Finding, Origin, Outcome, RequestId, Session, Severity
+from ..run.results import AuditResult, ExitStatus
 from .baseline import Baseline, Fingerprinter, Identity, finding_identity, session_identity
-from .model import CancelledCall, Certainty, Finding, Origin, Outcome, RequestId, Session, Severity
 from .policy import DEFAULT_GATES, Gate, Suppression
-from .run.results import AuditResult, ExitStatus
 
 
 class IssueKind(StrEnum):

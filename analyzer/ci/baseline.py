@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from . import __version__
-from .errors import BaselineError
-from .model import Finding, Session, jsonrpc
-from .support.files import read_regular
+from .. import __version__
+from ..errors import BaselineError
+from ..model import Finding, Session, jsonrpc
+from ..support.files import read_regular
 
 if TYPE_CHECKING:
     from .gates import Issue
