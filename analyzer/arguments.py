@@ -15,11 +15,11 @@ from typing import NoReturn, TypeVar
 
 from . import __version__
 from .config import Settings, count_of, find_settings, load_settings, seconds_of
-from .formats import FORMATS
 from .model import REVISIONS, Vantage
 from .readers import ReadOptions, reader_names
 from .readers.inflate import InflateLimits, ratio_of
 from .rebuild.reconstruct import DEFAULT_MAX_OPEN, ReconstructOptions
+from .reports.formats import FORMATS
 from .run.pipeline import AuditOptions
 from .run.results import Setting
 from .support import inert

@@ -18,10 +18,10 @@ from typing import Any, TypeVar
 
 from .ci import baseline
 from .ci.gates import Triage
-from .dataset import DatasetWriter
 from .errors import InputError, OutputError
 from .fleet.pool import Fleet
-from .formats import Output
+from .reports.dataset import DatasetWriter
+from .reports.formats import Output
 from .run.pipeline import AuditOptions, audit
 from .run.results import AuditResult
 from .support.outputs import STEP_SUMMARY, AtomicOutput, appending

@@ -27,13 +27,13 @@ from .arguments import audit_options, build_parser, settings_of
 from .ci import baseline
 from .ci.gates import Triage
 from .ci.policy import gate_option, parse_gates
-from .dataset import DatasetWriter
 from .errors import CancelwireError, OutputError
 from .fleet.pool import Fleet
-from .formats import Output, OutputSpecError, plan, write
 from .judge import catalog, catalog_text
 from .model import Severity
 from .progress import progress_bar
+from .reports.dataset import DatasetWriter
+from .reports.formats import Output, OutputSpecError, plan, write
 from .run.results import AuditResult, ExitStatus
 from .support import inert
 from .support.outputs import STEP_SUMMARY, AtomicOutput, refuse_folder_in_inputs, refuse_inputs
@@ -309,7 +309,7 @@ def _to_stdout(action: Callable[[], object]) -> None:
 
 def _diff(args: argparse.Namespace) -> int:
     """`cancelwire diff OLD NEW`: exit 1 when something new appeared (diff.py says what that is)."""
-    from . import diff
+    from .reports import diff
 
     changes = diff.compare(args.old, args.new)
     if args.output is None or args.output == "-":

@@ -17,9 +17,10 @@ from typing import Any
 
 import orjson
 
-from . import diagram, report
 from .errors import CancelwireError, InputError
 from .model import CancelledCall, RequestTimeline, forms
+from .reports import diagram
+from .reports import document as report
 from .run import redact
 from .run.pipeline import AuditOptions, audit
 

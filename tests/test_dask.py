@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from cancelwire import cli
 from cancelwire.fleet.pool import cluster
-from cancelwire.formats import FORMATS
+from cancelwire.reports.formats import FORMATS
 from test_fleet import fixed_generation_time, fleet_inputs  # noqa: F401  (fixtures)
 
 distributed = pytest.importorskip("distributed")

@@ -13,7 +13,8 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from cancelwire import cli, dataset
+from cancelwire import cli
+from cancelwire.reports import dataset
 from cancelwire.run.pipeline import audit
 from cancelwire.tables.exchanges import arrow, frames
 from cancelwire.tables.exchanges import exchanges as tables

@@ -14,7 +14,7 @@ from cancelwire.model import Anomaly, Direction, Message, MessageEvent, Side, Va
 from cancelwire.model.jsonrpc import decode_text
 from cancelwire.readers.capture.sessions import MAX_BACKLOG, Build, Exchange, Sessions
 from cancelwire.readers.http.delivery import Delivery, answers, delivered, of_status
-from cancelwire.report import build
+from cancelwire.reports.document import build
 from cancelwire.run.pipeline import audit
 
 ROOT = Path(__file__).resolve().parents[1]

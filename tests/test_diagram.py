@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cancelwire import diagram, diagram_rows
-from cancelwire.report import build, render
+from cancelwire.reports import diagram, diagram_rows
+from cancelwire.reports.document import build, render
 from cancelwire.run.pipeline import audit
 from fuzzing import fuzz_settings
 from hypothesis import given

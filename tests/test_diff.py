@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cancelwire import diff, rendering
 from cancelwire.errors import ReportFileError
+from cancelwire.reports import diff, rendering
 from transcripts import Line, write_transcript
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,9 +21,9 @@ import cancelwire
 import pytest
 from cancelwire import cli, progress
 from cancelwire.fleet.pool import pool as fleet
-from cancelwire.formats import FORMATS
 from cancelwire.judge.catalog import load_catalog
 from cancelwire.model import forms
+from cancelwire.reports.formats import FORMATS
 from cancelwire.run import pipeline
 from cancelwire.run.partial import Partial
 from cancelwire.run.results import HowMade
@@ -208,8 +208,9 @@ def test_a_json_audit_loads_no_template_engine_nor_xml_library(tmp_path: Path) -
         "import sys\n"
         "from cancelwire import cli\n"
         f"cli.main(['audit', {str(STDIO)!r}, '--format', 'json', '-o', {str(tmp_path / 'r.json')!r}, '--isolated'])\n"
-        "print(sorted(m for m in ('jinja2', 'xml.etree.ElementTree', 'cancelwire.junit', 'cancelwire.sarif',"
-        " 'cancelwire.github', 'cancelwire.rendering', 'cancelwire.html_view') if m in sys.modules))\n"
+        "print(sorted(m for m in ('jinja2', 'xml.etree.ElementTree', 'cancelwire.reports.junit',"
+        " 'cancelwire.reports.sarif', 'cancelwire.reports.github', 'cancelwire.reports.rendering',"
+        " 'cancelwire.reports.html_view') if m in sys.modules))\n"
     )
     loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert loaded == "[]\n"

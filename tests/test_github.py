@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cancelwire.github import escape_data, escape_property
+from cancelwire.reports.github import escape_data, escape_property
 from test_cli import ROOT
 
 UNKNOWN_ID = "sample_captures/stdio/handwritten-client-cancels-unknown-id.jsonl"

@@ -16,7 +16,7 @@ import pytest
 from cancelwire.model import Anomaly, MessageEvent, SessionStart, Transport
 from cancelwire.readers import InputSource, ReadOptions
 from cancelwire.readers.har.reader.reader import READER
-from cancelwire.report import build
+from cancelwire.reports.document import build
 from cancelwire.run.pipeline import audit
 
 ROOT = Path(__file__).resolve().parents[1]

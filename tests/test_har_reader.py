@@ -14,7 +14,7 @@ from cancelwire.model import Anomaly, Direction, MessageEvent, SessionStart, Tra
 from cancelwire.readers import InputSource, ReadOptions, choose_reader
 from cancelwire.readers.har.reader.reader import READER, vantage_of
 from cancelwire.readers.har.reader.scan import MAX_DEPTH, Part, Scanner
-from cancelwire.report import build
+from cancelwire.reports.document import build
 from cancelwire.run.pipeline import audit
 
 ROOT = Path(__file__).resolve().parents[1]

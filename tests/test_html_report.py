@@ -12,10 +12,10 @@ from pathlib import Path
 
 import cancelwire
 import pytest
-from cancelwire import charts, html_view
 from cancelwire.ci.gates import Triage
 from cancelwire.model import Severity
-from cancelwire.report import render
+from cancelwire.reports import charts, html_view
+from cancelwire.reports.document import render
 from cancelwire.run.pipeline import audit
 from transcripts import Line, write_transcript
 

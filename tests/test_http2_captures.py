@@ -13,7 +13,7 @@ import pytest
 from cancelwire.model import TransportEvent
 from cancelwire.readers import InputSource, ReadOptions
 from cancelwire.readers.capture.reader import READER
-from cancelwire.report import build
+from cancelwire.reports.document import build
 from cancelwire.run.pipeline import audit
 
 ROOT = Path(__file__).resolve().parent.parent

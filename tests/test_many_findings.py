@@ -11,8 +11,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from cancelwire import report
 from cancelwire.judge import engine
+from cancelwire.reports import document as report
 from cancelwire.run.pipeline import audit
 from transcripts import Line, write_transcript
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from cancelwire.report import build
+from cancelwire.reports.document import build
 from cancelwire.run.pipeline import AuditOptions, audit
 from cancelwire.run.results import AuditResult
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from cancelwire.report import build
+from cancelwire.reports.document import build
 from cancelwire.run import redact
 from cancelwire.run.pipeline import AuditOptions, audit
 from test_reports import ROOT, SAMPLES

@@ -12,8 +12,10 @@ from typing import Any
 
 import jsonschema
 import pytest
-from cancelwire import __version__, rendering, report
-from cancelwire.report import build, render
+from cancelwire import __version__
+from cancelwire.reports import document as report
+from cancelwire.reports import rendering
+from cancelwire.reports.document import build, render
 from cancelwire.run.pipeline import audit
 from transcripts import Line, write_transcript
 

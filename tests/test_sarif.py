@@ -93,6 +93,6 @@ def test_whole_sample_folder_validates_and_unreadable_inputs_are_notifications(t
     [("a b/c#d.jsonl", "a%20b/c%23d.jsonl"), ("/abs/x y.jsonl", "file:///abs/x%20y.jsonl")],
 )
 def test_artifact_uris_are_uri_references(source: str, uri: str) -> None:
-    from cancelwire.sarif import artifact_uri
+    from cancelwire.reports.sarif import artifact_uri
 
     assert artifact_uri(source) == uri

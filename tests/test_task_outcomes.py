@@ -13,9 +13,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 from cancelwire import audit
-from cancelwire.diagram import draw
 from cancelwire.model import CancelledCall, RequestTimeline
-from cancelwire.report import build
+from cancelwire.reports.diagram import draw
+from cancelwire.reports.document import build
 from cancelwire.run import pipeline
 from test_cli import run
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from cancelwire.model import MessageEvent, MessageKind
 from cancelwire.readers import InputSource, ReadOptions, choose_reader
-from cancelwire.report import build
+from cancelwire.reports.document import build
 from cancelwire.run.pipeline import audit
 
 ROOT = Path(__file__).resolve().parent.parent

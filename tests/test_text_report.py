@@ -12,12 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from cancelwire import __version__, rendering
+from cancelwire import __version__
 from cancelwire.ci.baseline import read as read_baseline
 from cancelwire.ci.gates import Triage
 from cancelwire.ci.policy import Suppression
 from cancelwire.model import Severity
-from cancelwire.report import render
+from cancelwire.reports import rendering
+from cancelwire.reports.document import render
 from cancelwire.run.pipeline import audit
 from test_reports import ROOT, SAMPLES
 from transcripts import Line, write_transcript

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from . import report
-from .ci.gates import Triage
+from ..ci.gates import Triage
+from . import document as report
 
 FORMATS = (*report.FORMATS, "junit", "sarif", "github")
 

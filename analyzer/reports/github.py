@@ -18,12 +18,12 @@ from collections import Counter
 from pathlib import Path
 from typing import TextIO
 
-from .ci.gates import Issue, Triage
-from .errors import OutputError
-from .model import Severity
-from .report import write as write_report
-from .support import inert
-from .support.outputs import STEP_SUMMARY, appending
+from ..ci.gates import Issue, Triage
+from ..errors import OutputError
+from ..model import Severity
+from ..support import inert
+from ..support.outputs import STEP_SUMMARY, appending
+from .document import write as write_report
 
 #: GitHub shows only the first few annotations of each kind per step; more lines are noise in the log.
 MAX_PER_SEVERITY = 50

@@ -21,10 +21,10 @@ from typing import Any, Generic, TextIO, TypeVar
 import jinja2
 from markupsafe import Markup
 
+from ..ci.verdict import plural
+from ..support import inert
+from ..support.files import data_dir
 from . import diagram
-from .ci.verdict import plural
-from .support import inert
-from .support.files import data_dir
 
 TEMPLATES = {"text": "report.txt.j2", "md": "report.md.j2", "html": "report.html.j2"}
 MARKDOWN_LIMIT = 60_000

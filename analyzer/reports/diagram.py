@@ -23,8 +23,8 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..support import inert
 from .diagram_rows import Arrow, Row, drawn_rows, mapping, ms, rules_of, seconds
-from .support import inert
 
 LABEL_CHARS = 60
 TITLE_CHARS = 200

@@ -22,10 +22,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from .ci.gates import Issue, Triage
-from .ci.policy import Gate
-from .model.forms import display_filter
-from .support import inert
+from ..ci.gates import Issue, Triage
+from ..ci.policy import Gate
+from ..model.forms import display_filter
+from ..support import inert
 
 #: Issues written out per test case; the rest are counted (a broken recording can raise thousands).
 SHOWN_PER_CASE = 200

@@ -28,11 +28,11 @@ from typing import Any, TextIO
 
 import orjson
 
+from ..ci.baseline import Identity, fingerprint, identity
+from ..errors import ReportFileError
+from ..model import Certainty, Outcome, Severity
+from ..support.files import read_regular
 from . import rendering
-from .ci.baseline import Identity, fingerprint, identity
-from .errors import ReportFileError
-from .model import Certainty, Outcome, Severity
-from .support.files import read_regular
 
 MAX_BYTES = 512 * 1024 * 1024
 FORMATS = ("text", "md", "html", "json")

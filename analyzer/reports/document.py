@@ -12,17 +12,17 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TextIO, TypeVar
 
-from . import __version__
-from .ci.baseline import FindingPrints
-from .ci.gates import Triage
-from .ci.verdict import verdict
-from .judge.catalog import load_catalog
-from .model import Finding, Session, jsonrpc
-from .model.forms import cancellation, display_filter, listed_json, origin_dict, time_text
-from .run.results import AuditResult, HowMade
+from .. import __version__
+from ..ci.baseline import FindingPrints
+from ..ci.gates import Triage
+from ..ci.verdict import verdict
+from ..judge.catalog import load_catalog
+from ..model import Finding, Session, jsonrpc
+from ..model.forms import cancellation, display_filter, listed_json, origin_dict, time_text
+from ..run.results import AuditResult, HowMade
 
 if TYPE_CHECKING:
-    from .merge.align import MergeSummary
+    from ..merge.align import MergeSummary
 
 #: Bumped on any incompatible change of the JSON report (independent of the tool version).
 SCHEMA_VERSION = 1

@@ -14,12 +14,12 @@ from typing import Any
 import pandas as pd
 from markupsafe import Markup
 
+from ..ci.baseline import FindingPrints
+from ..run.results import AuditResult
+from ..support import inert
+from ..tables import exchanges as tables
+from ..tables import frames
 from . import charts
-from .ci.baseline import FindingPrints
-from .run.results import AuditResult
-from .support import inert
-from .tables import exchanges as tables
-from .tables import frames
 
 ROWS = 15
 QUARTILES = {"low": 0.0, "q1": 0.25, "median": 0.5, "q3": 0.75, "high": 1.0}

@@ -23,9 +23,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import OutputError
-from .run.results import AuditResult
-from .tables.arrow import pyarrow_module, schema, table_of
+from ..errors import OutputError
+from ..run.results import AuditResult
+from ..tables.arrow import pyarrow_module, schema, table_of
 
 TABLES = ("findings", "cancellations", "exchanges")
 CHUNK_ROWS = 50_000
@@ -71,7 +71,7 @@ class DatasetWriter:
             self._write_exchanges()
 
     def _write_exchanges(self) -> None:
-        from .tables import frames
+        from ..tables import frames
 
         rows, self._rows = self._rows, []
         self._write("exchanges", frames.exchanges_frame(rows))
@@ -86,8 +86,8 @@ class DatasetWriter:
 
     def finish(self, result: AuditResult) -> None:
         """Write the findings and cancelled calls and close every file (still hidden until `commit`)."""
-        from .ci.baseline import FindingPrints
-        from .tables import frames
+        from ..ci.baseline import FindingPrints
+        from ..tables import frames
 
         self._write_exchanges()
         prints = FindingPrints(result.sessions)  # across chunks: an ordinal counts the like findings before
@@ -125,8 +125,8 @@ class DatasetWriter:
 
 
 def _schema(table: str) -> Any:
-    from .tables import exchanges as tables
-    from .tables import frames
+    from ..tables import exchanges as tables
+    from ..tables import frames
 
     columns: dict[str, dict[str, str]] = {
         "findings": frames.FINDING_COLUMNS,

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
 
-from . import __version__
-from .ci.gates import Issue, Triage
-from .ci.policy import OUTCOME_HELP, Gate
-from .judge.rule import Rule
-from .model import Origin, Severity, jsonrpc
-from .model.forms import display_filter
+from .. import __version__
+from ..ci.gates import Issue, Triage
+from ..ci.policy import OUTCOME_HELP, Gate
+from ..judge.rule import Rule
+from ..model import Origin, Severity, jsonrpc
+from ..model.forms import display_filter
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}

@@ -13,10 +13,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from ..ci.gates import IssueKind, Triage
+from ..ci.policy import DEFAULT_GATES, OUTCOME_HELP
+from ..model.forms import frame_filter
 from . import rendering
-from .ci.gates import IssueKind, Triage
-from .ci.policy import DEFAULT_GATES, OUTCOME_HELP
-from .model.forms import frame_filter
 
 #: The worst findings repeated in the verdict, so the first screen shows what to look at.
 WORST_SHOWN = 5
