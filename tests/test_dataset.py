@@ -16,8 +16,8 @@ import pytest
 from cancelwire import cli
 from cancelwire.reports import dataset
 from cancelwire.run.pipeline import audit
-from cancelwire.tables.exchanges import arrow, frames
-from cancelwire.tables.exchanges import exchanges as tables
+from cancelwire.tables import arrow, frames
+from cancelwire.tables import exchanges as tables
 
 ROOT = Path(__file__).resolve().parent.parent
 STDIO = ROOT / "sample_captures" / "stdio"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from cancelwire import cli
-from cancelwire.tables.exchanges import exchanges as tables
+from cancelwire.tables import exchanges as tables
 
 BIG_REQUESTS = 60_000
 SMALL = 300
