@@ -122,7 +122,7 @@ def measure(
     return Run(label, wall, usage.ru_maxrss / 1024, proc.returncode, self_rss, children_rss, text, cpu)
 
 
-# Runs exactly what the `cancelwire` console script runs (cancelwire.cli.main), then writes its own and its
+# Runs exactly what the `cancelwire` console script runs (cancelwire.cli.main.main), then writes its own and its
 # children's peak RSS to the file named in CANCELWIRE_BENCH_REPORT.
 AUDIT_WRAPPER = """
 import json, os, resource, sys

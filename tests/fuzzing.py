@@ -393,12 +393,12 @@ class CliRun:
 
 
 def run_cli(argv: list[str]) -> CliRun:
-    """`cancelwire.cli.main(argv)` in this process, its output captured; an escaping exception propagates.
+    """`cancelwire.cli.main.main(argv)` in this process, its output captured; an escaping exception propagates.
 
     An exception raised where Python can only print it ("Exception ignored in ..." from a `__del__` at
     garbage collection) reaches a user's terminal as a traceback too: it is added to `stderr` as one.
     """
-    from cancelwire.cli import main
+    from cancelwire.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     ignored: list[str] = []

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from cancelwire import cli
 from cancelwire.ci import baseline
 from cancelwire.ci.baseline import Identity, fingerprint
 from cancelwire.ci.gates import Triage
+from cancelwire.cli import main as cli
 from cancelwire.run.pipeline import audit
 from test_cli import ROOT, run
 

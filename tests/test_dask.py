@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cancelwire import cli
+from cancelwire.cli import main as cli
 from cancelwire.fleet.pool import cluster
 from cancelwire.reports.formats import FORMATS
 from test_fleet import fixed_generation_time, fleet_inputs  # noqa: F401  (fixtures)

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from cancelwire import cli
+from cancelwire.cli import main as cli
 from cancelwire.reports import dataset
 from cancelwire.run.pipeline import audit
 from cancelwire.tables import arrow, frames

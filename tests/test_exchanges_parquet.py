@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from cancelwire import cli
+from cancelwire.cli import main as cli
 from cancelwire.tables import exchanges as tables
 
 BIG_REQUESTS = 60_000

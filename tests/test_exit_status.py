@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cancelwire import audit_run, cli
+from cancelwire.cli import audit_run
+from cancelwire.cli import main as cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(sys.executable).parent / "cancelwire"
@@ -82,7 +83,7 @@ def test_internal_error_with_debug_shows_the_traceback(
 def test_internal_error_through_the_interpreter_exits_3_without_traceback() -> None:
     """The whole way out (SystemExit from __main__-style code), in a real process."""
     code = (
-        "import sys, cancelwire.cli as c, cancelwire.audit_run as r\n"
+        "import sys, cancelwire.cli.main as c, cancelwire.cli.audit_run as r\n"
         "def boom(*a, **k): raise KeyError('x')\n"
         "r.audit = boom\n"
         f"raise SystemExit(c.main(['audit', {CLEAN!r}]))\n"

@@ -19,7 +19,8 @@ from typing import Any
 
 import cancelwire
 import pytest
-from cancelwire import cli, progress
+from cancelwire.cli import main as cli
+from cancelwire.cli import progress_bar as progress
 from cancelwire.fleet.pool import pool as fleet
 from cancelwire.judge.catalog import load_catalog
 from cancelwire.model import forms
@@ -206,7 +207,7 @@ def test_a_json_audit_loads_no_template_engine_nor_xml_library(tmp_path: Path) -
     every --jobs run."""
     script = (
         "import sys\n"
-        "from cancelwire import cli\n"
+        "from cancelwire.cli import main as cli\n"
         f"cli.main(['audit', {str(STDIO)!r}, '--format', 'json', '-o', {str(tmp_path / 'r.json')!r}, '--isolated'])\n"
         "print(sorted(m for m in ('jinja2', 'xml.etree.ElementTree', 'cancelwire.reports.junit',"
         " 'cancelwire.reports.sarif', 'cancelwire.reports.github', 'cancelwire.reports.rendering',"

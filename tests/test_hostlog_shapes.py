@@ -249,7 +249,7 @@ UNREADABLE = {
 
 @pytest.mark.parametrize("kind", sorted(UNREADABLE))
 def test_logs_without_messages_are_named(tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from cancelwire.cli import main
+    from cancelwire.cli.main import main
 
     text, what = UNREADABLE[kind]
     path = tmp_path / "posted.log"

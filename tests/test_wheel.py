@@ -34,7 +34,7 @@ def test_wheel_installs_and_audits_outside_the_checkout(tmp_path: Path) -> None:
     )
     sample = ROOT / "sample_captures" / "stdio" / "handwritten-client-cancels-unknown-id.jsonl"
     script = (
-        "import cancelwire, sys; from cancelwire.cli import main;"
+        "import cancelwire, sys; from cancelwire.cli.main import main;"
         " print(cancelwire.__file__); sys.exit(main(sys.argv[1:]))"
     )
     proc = subprocess.run(

@@ -22,21 +22,22 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from . import __version__, audit_run
+from .. import __version__
+from ..ci import baseline
+from ..ci.gates import Triage
+from ..ci.policy import gate_option, parse_gates
+from ..errors import CancelwireError, OutputError
+from ..fleet.pool import Fleet
+from ..judge import catalog, catalog_text
+from ..model import Severity
+from ..reports.dataset import DatasetWriter
+from ..reports.formats import Output, OutputSpecError, plan, write
+from ..run.results import AuditResult, ExitStatus
+from ..support import inert
+from ..support.outputs import STEP_SUMMARY, AtomicOutput, refuse_folder_in_inputs, refuse_inputs
+from . import audit_run
 from .arguments import audit_options, build_parser, settings_of
-from .ci import baseline
-from .ci.gates import Triage
-from .ci.policy import gate_option, parse_gates
-from .errors import CancelwireError, OutputError
-from .fleet.pool import Fleet
-from .judge import catalog, catalog_text
-from .model import Severity
-from .progress import progress_bar
-from .reports.dataset import DatasetWriter
-from .reports.formats import Output, OutputSpecError, plan, write
-from .run.results import AuditResult, ExitStatus
-from .support import inert
-from .support.outputs import STEP_SUMMARY, AtomicOutput, refuse_folder_in_inputs, refuse_inputs
+from .progress_bar import progress_bar
 
 #: Stale baseline entries listed on stderr (the SARIF report lists every one).
 STALE_SHOWN = 20
@@ -93,7 +94,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "diff":
         return _diff(args)
     if args.command == "frame":
-        from .readers.capture.frame import frame_details
+        from ..readers.capture.frame import frame_details
 
         text = _inert_lines(f"{frame_details(args.capture, args.number)}")
         _to_stdout(lambda: sys.stdout.write(text))
@@ -309,7 +310,7 @@ def _to_stdout(action: Callable[[], object]) -> None:
 
 def _diff(args: argparse.Namespace) -> int:
     """`cancelwire diff OLD NEW`: exit 1 when something new appeared (diff.py says what that is)."""
-    from .reports import diff
+    from ..reports import diff
 
     changes = diff.compare(args.old, args.new)
     if args.output is None or args.output == "-":
@@ -382,6 +383,6 @@ def _record(args: argparse.Namespace) -> int:
         command = command[1:]
     if not command:
         raise CancelwireError("record needs the server command after --, e.g. cancelwire record -- python server.py")
-    from .recorder import record
+    from ..recorder import record
 
     return record(command, args.output)

@@ -16,16 +16,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .ci import baseline
-from .ci.gates import Triage
-from .errors import InputError, OutputError
-from .fleet.pool import Fleet
-from .reports.dataset import DatasetWriter
-from .reports.formats import Output
-from .run.pipeline import AuditOptions, audit
-from .run.results import AuditResult
-from .support.outputs import STEP_SUMMARY, AtomicOutput, appending
-from .support.spool import Spool
+from ..ci import baseline
+from ..ci.gates import Triage
+from ..errors import InputError, OutputError
+from ..fleet.pool import Fleet
+from ..reports.dataset import DatasetWriter
+from ..reports.formats import Output
+from ..run.pipeline import AuditOptions, audit
+from ..run.results import AuditResult
+from ..support.outputs import STEP_SUMMARY, AtomicOutput, appending
+from ..support.spool import Spool
 
 T = TypeVar("T")
 
@@ -88,7 +88,7 @@ def audit_with_table(
     (exit 2, no half file). ON_INPUT_ERROR hears of each unreadable input as the audit goes on."""
     if table is None:
         return audit(paths, options, on_row=also, on_input_error=on_input_error, fleet=fleet)
-    from .tables.exchanges import ExchangeWriter
+    from ..tables.exchanges import ExchangeWriter
 
     writer = writes(table, lambda: ExchangeWriter(table.writing))
 

@@ -17,12 +17,12 @@ from typing import Any
 
 import orjson
 
-from .errors import CancelwireError, InputError
-from .model import CancelledCall, RequestTimeline, forms
-from .reports import diagram
-from .reports import document as report
-from .run import redact
-from .run.pipeline import AuditOptions, audit
+from ..errors import CancelwireError, InputError
+from ..model import CancelledCall, RequestTimeline, forms
+from ..reports import diagram
+from ..reports import document as report
+from ..run import redact
+from ..run.pipeline import AuditOptions, audit
 
 #: Requests kept while looking for one id (the same id can be in many sessions, and in both id spaces).
 MAX_MATCHES = 50
