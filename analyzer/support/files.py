@@ -27,7 +27,7 @@ _KINDS = (
 
 def data_dir(name: str) -> Path:
     """`rules/` or `templates/`: from a checkout, or the copy packed into the wheel (`_data/`)."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent  # the package: support/ is one of its folders
     for candidate in (here / "_data" / name, here.parent / name):
         if candidate.is_dir():
             return candidate
