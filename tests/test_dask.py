@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from cancelwire.cli import main as cli
-from cancelwire.fleet.pool import cluster
+from cancelwire.fleet import cluster
 from cancelwire.reports.formats import FORMATS
 from test_fleet import fixed_generation_time, fleet_inputs  # noqa: F401  (fixtures)
 

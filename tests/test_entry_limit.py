@@ -12,7 +12,7 @@ import pytest
 from cancelwire.model import CancelledCall, EntryKind, Relation, RequestTimeline
 from cancelwire.rebuild.reconstruct import ReconstructOptions
 from cancelwire.run.pipeline import AuditOptions, audit
-from cancelwire.tables.exchanges.exchanges import row
+from cancelwire.tables.exchanges import row
 from fuzzing import fuzz_settings, simple_steps, timed
 from hypothesis import given
 from transcripts import write_transcript

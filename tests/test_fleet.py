@@ -21,7 +21,7 @@ import cancelwire
 import pytest
 from cancelwire.cli import main as cli
 from cancelwire.cli import progress_bar as progress
-from cancelwire.fleet.pool import pool as fleet
+from cancelwire.fleet import pool as fleet
 from cancelwire.judge.catalog import load_catalog
 from cancelwire.model import forms
 from cancelwire.reports.formats import FORMATS

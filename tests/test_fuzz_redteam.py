@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 from cancelwire.errors import InputError
-from cancelwire.merge.align.align import Flow, Item, fit_clock
+from cancelwire.merge.align import Flow, Item, fit_clock
 from cancelwire.model.timestamps import plausible
 from cancelwire.readers import InputSource, ReadOptions
-from cancelwire.readers.har.reader.reader import READER as HAR
-from cancelwire.readers.har.reader.scan import Scanner
+from cancelwire.readers.har.reader import READER as HAR
+from cancelwire.readers.har.scan import Scanner
 from cancelwire.readers.text.hostlog import MAX_SESSIONS
 from cancelwire.readers.text.vscode import READER as VSCODE
 from fuzzing import RAW_CONTROL, ROOT, fuzz_settings, run_cli

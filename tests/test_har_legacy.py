@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from cancelwire.model import Anomaly, MessageEvent, SessionStart, Transport
 from cancelwire.readers import InputSource, ReadOptions
-from cancelwire.readers.har.reader.reader import READER
+from cancelwire.readers.har.reader import READER
 from cancelwire.reports.document import build
 from cancelwire.run.pipeline import audit
 

@@ -12,8 +12,8 @@ import pytest
 from cancelwire.errors import InputError
 from cancelwire.model import Anomaly, Direction, MessageEvent, SessionStart, TransportEvent, TransportKind, Vantage
 from cancelwire.readers import InputSource, ReadOptions, choose_reader
-from cancelwire.readers.har.reader.reader import READER, vantage_of
-from cancelwire.readers.har.reader.scan import MAX_DEPTH, Part, Scanner
+from cancelwire.readers.har.reader import READER, vantage_of
+from cancelwire.readers.har.scan import MAX_DEPTH, Part, Scanner
 from cancelwire.reports.document import build
 from cancelwire.run.pipeline import audit
 

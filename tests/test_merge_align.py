@@ -7,7 +7,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from cancelwire.merge.align.align import Flow, Item, in_order, match
+from cancelwire.merge.align import Flow, Item, in_order, match
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 

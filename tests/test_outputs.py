@@ -136,7 +136,7 @@ def test_a_full_disk_leaves_the_old_report_and_no_temp_file(
 def test_a_full_disk_while_writing_exchanges_leaves_no_half_table(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from cancelwire.tables.exchanges import exchanges as tables
+    from cancelwire.tables import exchanges as tables
 
     def fills(self: Any, row: Any) -> None:
         Path(self.path).write_text("method,outcome\nhalf")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cancelwire.fleet.pool import pool as fleet
+from cancelwire.fleet import pool as fleet
 from cancelwire.support.toml_lines import line_of
 
 SCRIPT = Path(sys.executable).parent / "cancelwire"
@@ -83,8 +83,8 @@ def run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
         ),
         (
             "pyproject.toml",
-            '[project]\nname = "x"\n\n[tool.cancelwire.ci.gates]\noutcome-unverified = "fatal"\n',
-            "5: tool.cancelwire.ci.gates: outcome-unverified: must be one of error, warning, info, finding, off, "
+            '[project]\nname = "x"\n\n[tool.cancelwire.gates]\noutcome-unverified = "fatal"\n',
+            "5: tool.cancelwire.gates: outcome-unverified: must be one of error, warning, info, finding, off, "
             "not 'fatal'",
         ),
     ],

