@@ -26,13 +26,12 @@ a token is forgotten with its task.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from ..model import Anomaly, Message, MessageEvent, MessageKind, RequestId, Revision, Side, revisions
-from .pending import MAX_TASKS, PendingRequest, SessionState
+from ..model import Anomaly, Message, MessageEvent, MessageKind, RequestId, Side, revisions
+from .pending import Expected, PendingRequest, SessionState, TaskToken, TaskTraffic
 
 TAG = "io.modelcontextprotocol/related-task"
 #: Requests whose params name their task: the tag is redundant there (tasks/list names none).
@@ -51,48 +50,6 @@ class Tag:
 
     task_id: str | None
     """The task it names; None when the tag is not an object with a string `taskId`."""
-
-
-@dataclass(frozen=True, slots=True)
-class Expected:
-    """What the reply to a request should say of its task."""
-
-    task_id: str | None
-    """The task the request is about (None: a tasks/list, which names none)."""
-    method: str
-    """The request's method."""
-    tagged: bool
-    """True: the reply must carry the tag for `task_id`; False: it should carry none."""
-    why: str
-    """Why the reply is tied to the task, for the finding."""
-
-
-@dataclass(frozen=True, slots=True)
-class TaskToken:
-    """The task a progress token belongs to."""
-
-    task_id: str
-    revision: Revision | None
-    """The revision that judged the creating request."""
-
-
-@dataclass(slots=True)
-class TaskTraffic:
-    """A session's requests whose replies are judged for the tag, and its tasks' progress tokens, oldest first."""
-
-    replies: OrderedDict[tuple[Side, RequestId], Expected] = field(default_factory=OrderedDict)
-    tokens: OrderedDict[str | int, TaskToken] = field(default_factory=OrderedDict)
-
-    def expect(self, key: tuple[Side, RequestId], expected: Expected) -> None:
-        self.replies[key] = expected
-        if len(self.replies) > MAX_TASKS:
-            self.replies.popitem(last=False)
-
-    def remember_token(self, token: str | int, task: TaskToken) -> None:
-        self.tokens.pop(token, None)  # a token used again: its newest task goes to the end
-        self.tokens[token] = task
-        if len(self.tokens) > MAX_TASKS:
-            self.tokens.popitem(last=False)
 
 
 def progress_owner(session: SessionState, event: MessageEvent, token: str | int) -> PendingRequest | Anomaly | None:
