@@ -8,7 +8,8 @@ from typing import Any
 
 import h2.connection
 from cancelwire.model import Anomaly, MessageEvent, TransportEvent, Vantage
-from cancelwire.readers.capture.over_http1 import Conn, ConnKind, HttpCapture
+from cancelwire.readers.capture.conn import Conn, ConnKind
+from cancelwire.readers.capture.over_http1 import HttpCapture
 from cancelwire.readers.capture.sessions import Sessions
 from cancelwire.readers.capture.tcp import Closed, Reset, TcpConnection, WindowZero
 from h2.config import H2Configuration

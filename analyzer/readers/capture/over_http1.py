@@ -17,14 +17,10 @@ streams are exchanges); heads, bodies and ends take the same path. Bodies are re
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from enum import StrEnum
-
 from ...model import Direction, Message, TransportEvent, TransportKind
 from ...model.jsonrpc import decode_text
 from ..http.http1 import (
     MAX_BODY_BYTES,
-    Http1Connection,
     HttpEvent,
     ParseError,
     RequestEnd,
@@ -38,74 +34,15 @@ from ..http.http2 import Http2Connection, looks_http2, looks_http2_server
 from ..http.http2_joined import JoinedHttp2Connection
 from ..http.sse import SseParser
 from .bodies import Bodies
+from .conn import Conn
 from .over_http2 import Http2Capture
 from .sessions import Build, Exchange, Sessions, WaitsFor
-from .tcp import AfterFin, Closed, Conflict, Delivered, Lost, Reset, TcpConnection, TcpEvent, WindowZero
+from .tcp import AfterFin, Closed, Conflict, Delivered, Lost, Reset, TcpEvent, WindowZero
 
 MAX_ANSWERED_EARLY = 64
 """Exchanges per connection answered before their request body ended, kept for its end (a client
 sends one body at a time: a hostile one cannot grow this past the cap)."""
 METHODS = (b"GET ", b"POST ", b"DELETE ", b"PUT ", b"HEAD ", b"OPTIONS ", b"PATCH ")
-
-
-class ConnKind(StrEnum):
-    """What a connection carries, decided by its first client bytes (or `--http-port`)."""
-
-    UNKNOWN = "unknown"
-    """No payload yet."""
-    HTTP = "http"
-    TLS = "tls"
-    """TLS with nothing decrypted (yet)."""
-    TLS_HTTP = "tls-http"
-    """TLS whose decrypted bytes are HTTP."""
-    TLS_OTHER = "tls-other"
-    OTHER = "other"
-
-    @property
-    def read(self) -> bool:
-        """HTTP is read on this connection (plain, or decrypted)."""
-        return self is ConnKind.HTTP or self is ConnKind.TLS_HTTP
-
-
-@dataclass(slots=True)
-class Conn:
-    stream: int
-    tcp: TcpConnection
-    kind: ConnKind = ConnKind.UNKNOWN
-    http: Http1Connection = field(default_factory=Http1Connection)
-    h2: Http2Connection | None = None
-    """Set when the client started with the HTTP/2 preface: `http` is then unused."""
-    h2_midway: bool = False
-    """No handshake was captured and the first bytes are HTTP/2 frames: the capture joined it late."""
-    exchanges: dict[int, Exchange] = field(default_factory=dict)
-    """Exchanges whose response is not finished, by number."""
-    answered_early: dict[int, Exchange] = field(default_factory=dict)
-    """Exchanges whose response finished before their request body did (a redirect or an error sent
-    without reading the body, as Starlette does): their request's end is still to come."""
-    last: Exchange | None = None
-    """The exchange server bytes after a reset are charged to."""
-    reset: bool = False
-    """An RST ended the connection: later server bytes are only counted (SERVER_BYTES)."""
-    reported: set[tuple[str, bool]] = field(default_factory=set)
-    """(anomaly, from_client) said once per direction already: overlap conflicts, data after FIN."""
-
-    def first_time(self, name: str, from_client: bool) -> bool:
-        """True the first time `name` is reported for this direction of the connection."""
-        if (name, from_client) in self.reported:
-            return False
-        self.reported.add((name, from_client))
-        return True
-
-    def open_numbers(self) -> list[int]:
-        """Exchanges whose response has not ended, oldest first."""
-        return self.h2.open_exchanges() if self.h2 is not None else self.http.open_exchanges()
-
-    def current(self) -> Exchange | None:
-        """The exchange whose response is being sent (the oldest one not finished)."""
-        for n in self.open_numbers():
-            if n in self.exchanges:
-                return self.exchanges[n]
-        return None
 
 
 def looks_http(data: bytes, server_port: int, http_ports: tuple[int, ...]) -> bool:

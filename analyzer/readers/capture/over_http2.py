@@ -21,22 +21,18 @@ Unlike HTTP/1.1, a client reset does not end the exchange: the server's frames a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ...model import TransportKind
 from ..http.http1 import Headers, HttpEvent, ParseError, ResponseData, header
 from ..http.http2 import Http2Connection
 from ..http.http2_events import Flood, GoAway, H2Event, Joined, StreamError, StreamReset, WindowExhausted
+from .conn import Conn, HttpSide
 from .sessions import Exchange
-
-if TYPE_CHECKING:
-    from .over_http1 import Conn, HttpCapture
 
 
 class Http2Capture:
     """The HTTP/2 side of the connections of one capture (the HTTP/1.1 machinery does the rest)."""
 
-    def __init__(self, http: HttpCapture) -> None:
+    def __init__(self, http: HttpSide) -> None:
         self.http = http
         self.sessions = http.sessions
 

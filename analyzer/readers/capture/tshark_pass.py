@@ -31,7 +31,8 @@ from ...model import Event, Vantage
 from ..base import InputSource, ReadOptions
 from ..event_factory import IMPLAUSIBLE_TIME
 from ..http.http2_joined import starts_with_frames
-from .over_http1 import Conn, ConnKind, HttpCapture, looks_http, looks_http_server
+from .conn import Conn, ConnKind
+from .over_http1 import HttpCapture, looks_http, looks_http_server
 from .sessions import Sessions
 from .tcp import SYN, TcpConnection, client_by_handshake
 from .tshark_fields import INSTALL_HINT, Frame, parse_line, tshark_command
