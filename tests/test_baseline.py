@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from cancelwire.ci import baseline
-from cancelwire.ci.baseline import Identity, fingerprint
 from cancelwire.ci.gates import Triage
 from cancelwire.cli import main as cli
+from cancelwire.judge.fingerprint import Identity, fingerprint
 from cancelwire.run.pipeline import audit
 from test_cli import ROOT, run
 

@@ -1,15 +1,7 @@
 """Baselines: accept what a run found, and fail later runs only on what is new.
 
-A fingerprint must survive re-recording the same scenario, so it leaves out everything a new
-recording changes: timestamps, request and session ids (`Mcp-Session-Id`), ports, line numbers and
-paths. It is the sha256 of
-
-    rule id (or outcome class) | server | transport | method | tool | ordinal
-
-where *server* is the server's own name from `initialize` (`serverInfo.name`), or `file:NAME` (the
-input's file name without its folders) when the recording does not show it, and *ordinal* numbers
-like issues (same rule, server, transport, method and tool) in report order, so three unverified
-cancels of one tool are three entries and a fourth is new.
+An issue is known by its fingerprint (`judge.fingerprint`): the same for the same scenario recorded
+again.
 
 The file is JSON Lines, one entry per line (reviewable in a diff, and every error names its line):
 a header `{"cancelwire_baseline": 1, ...}`, then one object per issue with its fingerprint and, for
@@ -18,22 +10,18 @@ people, what it was and where it was seen. It is user-supplied, so reading is bo
 
 from __future__ import annotations
 
-import hashlib
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from .. import __version__
 from ..errors import BaselineError
-from ..model import Finding, Session, jsonrpc
+from ..model import jsonrpc
 from ..support.files import read_regular
-
-if TYPE_CHECKING:
-    from .gates import Issue
+from .issue import Issue
 
 FORMAT_VERSION = 1
 MAX_BYTES = 64 * 1024 * 1024
@@ -41,68 +29,6 @@ MAX_LINE = 64 * 1024
 MAX_ENTRIES = 500_000
 _ENTRY_KEYS = {"fingerprint", "kind", "rule", "name", "severity", "server", "transport", "method", "tool", "ordinal"}
 _OPTIONAL_KEYS = {"where", "message"}
-
-
-@dataclass(frozen=True, slots=True)
-class Identity:
-    """What names an issue across re-recordings of the same scenario."""
-
-    server: str
-    transport: str
-    method: str
-    tool: str
-
-
-def identity(server: str | None, transport: str, method: str | None, tool: str | None, source: str) -> Identity:
-    """An issue's identity: the server's own name, else the recording's file name without folders."""
-    return Identity(
-        server=server or f"file:{Path(source).name}", transport=transport, method=method or "", tool=tool or ""
-    )
-
-
-def session_identity(session: Session | None, method: str | None, tool: str | None, source: str) -> Identity:
-    """The identity of an issue in SESSION (None: an input-level problem) cited at SOURCE."""
-    name = session.server_info.get("name") if session is not None and session.server_info else None
-    server = name if isinstance(name, str) and name else None
-    return identity(server, session.transport.value if session is not None else "", method, tool, source)
-
-
-def finding_identity(finding: Finding, session: Session | None) -> Identity:
-    """A finding's identity: its session's server and transport, its method and tool, and (for an unnamed
-    server) the file its last evidence is in."""
-    source = finding.evidence[-1].source if finding.evidence else ""
-    return session_identity(session, finding.method, finding.tool, source)
-
-
-class Fingerprinter:
-    """Fingerprints in report order: the ordinal counts like issues seen so far in this pass."""
-
-    def __init__(self) -> None:
-        self._seen: Counter[tuple[str, Identity]] = Counter()
-
-    def next(self, code: str, identity: Identity) -> tuple[str, int]:
-        """(fingerprint, ordinal) of the next issue like these."""
-        self._seen[(code, identity)] += 1
-        ordinal = self._seen[(code, identity)]
-        return fingerprint(code, identity, ordinal), ordinal
-
-
-class FindingPrints:
-    """The fingerprints of findings met in report order, as baselines, SARIF and `diff` give them (the
-    report's and the dataset's `fingerprint`): the same for the same scenario recorded again."""
-
-    def __init__(self, sessions: Iterable[Session]) -> None:
-        self._sessions = {s.key: s for s in sessions}
-        self._fingerprints = Fingerprinter()
-
-    def __call__(self, finding: Finding) -> str:
-        session = self._sessions.get(finding.session_key) if finding.session_key is not None else None
-        return self._fingerprints.next(finding.rule_id, finding_identity(finding, session))[0]
-
-
-def fingerprint(code: str, identity: Identity, ordinal: int) -> str:
-    parts = ("v1", code, identity.server, identity.transport, identity.method, identity.tool, str(ordinal))
-    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:24]
 
 
 @dataclass(frozen=True, slots=True)

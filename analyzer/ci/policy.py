@@ -15,14 +15,12 @@ import fnmatch
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import ConfigError
 from ..model import Outcome
 from ..support.files import key_text, shown
-
-if TYPE_CHECKING:
-    from .gates import Issue
+from .issue import Issue
 
 Key = tuple[str | int, ...]
 

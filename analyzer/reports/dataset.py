@@ -86,7 +86,7 @@ class DatasetWriter:
 
     def finish(self, result: AuditResult) -> None:
         """Write the findings and cancelled calls and close every file (still hidden until `commit`)."""
-        from ..ci.baseline import FindingPrints
+        from ..judge.fingerprint import FindingPrints
         from ..tables import frames
 
         self._write_exchanges()

@@ -28,8 +28,8 @@ from typing import Any, TextIO
 
 import orjson
 
-from ..ci.baseline import Identity, fingerprint, identity
 from ..errors import ReportFileError
+from ..judge.fingerprint import Identity, fingerprint, identity
 from ..model import Certainty, Outcome, Severity
 from ..support.files import read_regular
 from . import rendering
@@ -158,7 +158,7 @@ def _shown(value: object) -> str:
 
 
 def _fingerprinted(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Fingerprint → item, ordinals counted in report order as `baseline.Fingerprinter` does."""
+    """Fingerprint → item, ordinals counted in report order as `fingerprint.Fingerprinter` does."""
     seen: Counter[tuple[str, Identity]] = Counter()
     out = {}
     for item in items:

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TextIO, TypeVar
 
 from .. import __version__
-from ..ci.baseline import FindingPrints
 from ..ci.gates import Triage
 from ..ci.verdict import verdict
 from ..judge.catalog import load_catalog
+from ..judge.fingerprint import FindingPrints
 from ..model import Finding, Session, jsonrpc
 from ..model.forms import cancellation, display_filter, listed_json, origin_dict, time_text
 from ..run.results import AuditResult, HowMade

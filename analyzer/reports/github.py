@@ -18,7 +18,8 @@ from collections import Counter
 from pathlib import Path
 from typing import TextIO
 
-from ..ci.gates import Issue, Triage
+from ..ci.gates import Triage
+from ..ci.issue import Issue
 from ..errors import OutputError
 from ..model import Severity
 from ..support import inert

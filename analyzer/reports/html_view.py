@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from ..ci.gates import IssueKind, Triage
+from ..ci.gates import Triage
+from ..ci.issue import IssueKind
 from ..ci.policy import DEFAULT_GATES, OUTCOME_HELP
 from ..model.forms import frame_filter
 from . import rendering

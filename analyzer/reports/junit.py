@@ -22,7 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from ..ci.gates import Issue, Triage
+from ..ci.gates import Triage
+from ..ci.issue import Issue
 from ..ci.policy import Gate
 from ..model.forms import display_filter
 from ..support import inert

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 from markupsafe import Markup
 
-from ..ci.baseline import FindingPrints
+from ..judge.fingerprint import FindingPrints
 from ..run.results import AuditResult
 from ..support import inert
 from ..tables import exchanges as tables

@@ -15,7 +15,8 @@ from typing import Any, TextIO
 from urllib.parse import quote
 
 from .. import __version__
-from ..ci.gates import Issue, Triage
+from ..ci.gates import Triage
+from ..ci.issue import Issue
 from ..ci.policy import OUTCOME_HELP, Gate
 from ..judge.rule import Rule
 from ..model import Origin, Severity, jsonrpc

@@ -156,7 +156,7 @@ class AuditResult:
 
     def to_dataframe(self, table: str = "findings") -> pd.DataFrame:
         """`findings`, `cancellations` or `exchanges` as a pandas DataFrame (columns in `frames.py`)."""
-        from ..ci.baseline import FindingPrints
+        from ..judge.fingerprint import FindingPrints
         from ..tables import frames  # pandas is loaded only by those who ask for a frame
 
         if table == "findings":

@@ -71,7 +71,7 @@ CANCELLATION_COLUMNS: dict[str, str] = {
 
 
 def findings_frame(findings: Iterable[Finding], prints: Callable[[Finding], str]) -> pd.DataFrame:
-    """PRINTS: a `baseline.FindingPrints` that has met every finding before these (in report order)."""
+    """PRINTS: a `fingerprint.FindingPrints` that has met every finding before these (in report order)."""
     return _frame((_finding_row(f, prints(f)) for f in findings), FINDING_COLUMNS)
 
 
