@@ -91,7 +91,7 @@ def audit(
         names,
         options,
         on_row=rows.append if rows is not None else None,
-        fleet=Fleet(None if jobs is None else _checked("jobs", jobs, count_of), dask),
+        runner=Fleet(None if jobs is None else _checked("jobs", jobs, count_of), dask),
     )
     return replace(result, exchanges=rows)
 

@@ -87,7 +87,7 @@ def audit_with_table(
     """The audit, with every exchange written to TABLE (and given to ALSO); a failed write stops it
     (exit 2, no half file). ON_INPUT_ERROR hears of each unreadable input as the audit goes on."""
     if table is None:
-        return audit(paths, options, on_row=also, on_input_error=on_input_error, fleet=fleet)
+        return audit(paths, options, on_row=also, on_input_error=on_input_error, runner=fleet)
     from ..tables.exchanges import ExchangeWriter
 
     writer = writes(table, lambda: ExchangeWriter(table.writing))
@@ -98,7 +98,7 @@ def audit_with_table(
             also(row)
 
     try:
-        result = audit(paths, options, on_row=add, on_input_error=on_input_error, fleet=fleet)
+        result = audit(paths, options, on_row=add, on_input_error=on_input_error, runner=fleet)
     except BaseException:
         with contextlib.suppress(Exception):
             writer.close()

@@ -11,12 +11,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from concurrent import futures
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import CancelwireError
-
-if TYPE_CHECKING:
-    from .pool import Context, Done, Submit, Task, Work
+from .work import Context, Done, Submit, Task, Work
 
 #: Seconds to reach the scheduler before giving up with a clear error.
 CONNECT_TIMEOUT = 30

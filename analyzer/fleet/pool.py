@@ -19,7 +19,7 @@ import multiprocessing
 import os
 import signal
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent import futures
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
@@ -28,9 +28,9 @@ from pathlib import Path
 from ..errors import CancelwireError
 from ..judge.rule import Rule
 from ..readers import InputSource
-from ..run.cancellations import Packed
 from ..run.partial import Merged, Partial, pack_calls
 from ..run.pipeline import AuditOptions, audit_source, sources
+from .work import Context, Done, Progress, Submit, Task, Work
 
 #: Inputs from which `--jobs` defaults to one worker per core (fewer are audited in this process).
 PARALLEL_FROM = 8
@@ -44,45 +44,6 @@ WINDOW_PER_WORKER = 4
 GUIDED = 4
 TASK_BYTES = (256 * 1024, 4 * 1024 * 1024)
 TASK_INPUTS = 64
-
-Progress = Callable[[int, int, int], None]
-"""Called with (inputs done, inputs in all, events read so far) as inputs finish."""
-
-
-@dataclass(frozen=True, slots=True)
-class Work:
-    """One input to audit: a path on this machine, or (for Dask) its bytes."""
-
-    name: str
-    walked: bool
-    path: str | None = None
-    data: bytes | None = None
-    keylog: bytes | None = None
-    """A TLS key log sent along with `data` (the capture's `X.keys`, or --keylog)."""
-    size: int = 0
-    """The input's size in bytes when listed (how tasks are cut)."""
-
-
-Task = tuple[Work, ...]
-"""Consecutive inputs audited one after another by one worker."""
-
-
-@dataclass(frozen=True, slots=True)
-class Done:
-    """A task's partials in input order; from a worker, with their cancelled calls taken out and packed
-    together (`partial.pack_calls`: one pickle of calls and one of their JSON texts per task)."""
-
-    parts: list[Partial]
-    calls: Packed | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Context:
-    """What every task needs besides its input: the rules (by value) and the options."""
-
-    rules: tuple[Rule, ...]
-    options: AuditOptions
-    rows: bool
 
 
 def cores() -> int:
@@ -144,9 +105,6 @@ class Fleet:
             _merge(to_pool, _tasks(items, jobs), context, into, self.progress, width=jobs)
         finally:
             _stop(pool)
-
-
-Submit = Callable[[Task], "futures.Future[Done]"]
 
 
 def _items(found: Iterator[InputSource | Partial], context: Context) -> Iterator[Work | Partial]:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..errors import CancelwireError, InputError, UnknownFormatError
 from ..judge import outcomes
@@ -25,9 +25,6 @@ from ..rebuild.reconstruct import ReconstructOptions, Reconstructor
 from .partial import Merged, Partial, Row, Sink
 from .redact import redacting
 from .results import AuditResult, HowMade, InputSummary, Setting
-
-if TYPE_CHECKING:
-    from ..fleet.pool import Fleet
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +91,12 @@ def select_rules(catalog: tuple[Rule, ...], options: AuditOptions) -> tuple[list
     return chosen, disabled
 
 
+class Runner(Protocol):
+    """Runs the per-input audits elsewhere and adds each input's part to INTO in input order."""
+
+    def run(self, paths: list[str], rules: Sequence[Rule], options: AuditOptions, into: Merged) -> None: ...
+
+
 def audit(
     paths: list[str],
     options: AuditOptions = AuditOptions(),
@@ -101,12 +104,12 @@ def audit(
     on_exchange: Callable[[RequestTimeline, CancelledCall | None], None] | None = None,
     on_row: Callable[[Row], None] | None = None,
     on_input_error: Callable[[InputError], None] | None = None,
-    fleet: Fleet | None = None,
+    runner: Runner | None = None,
 ) -> AuditResult:
     """Audit every input. An unreadable input is reported and the others still analysed.
 
     Each input is audited on its own and the parts merged in input order (partial.py), in this process
-    or, with FLEET, in worker processes or on a Dask cluster (fleet.py): the result is the same.
+    or, with RUNNER, elsewhere (`fleet.pool.Fleet`: worker processes or a Dask cluster): the result is the same.
     ON_ROW gets each exchange as a `tables.row`; ON_EXCHANGE the timeline itself (in this process only).
     """
     catalog = load_catalog(options.rule_dirs)
@@ -116,8 +119,8 @@ def audit(
     try:
         if options.merge:
             summaries = audit_merged(list(sources(paths)), rules, options, merged, on_exchange, rows=on_row is not None)
-        elif fleet is not None and on_exchange is None:
-            fleet.run(paths, rules, options, merged)
+        elif runner is not None and on_exchange is None:
+            runner.run(paths, rules, options, merged)
         else:
             for item in sources(paths):
                 if isinstance(item, Partial):
