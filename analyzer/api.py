@@ -16,7 +16,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .config import count_of, seconds_of
 from .errors import ConfigError
 from .fleet.pool import Fleet
 from .model import REVISIONS, Vantage
@@ -26,6 +25,7 @@ from .run.pipeline import AuditOptions
 from .run.pipeline import audit as run_audit
 from .run.results import AuditResult, Setting
 from .support.spool import Spool
+from .support.values import count_of, seconds_of
 
 PathLike = str | os.PathLike[str]
 T = TypeVar("T", int, float)

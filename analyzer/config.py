@@ -16,7 +16,6 @@ turn violations into races), with errors that name the file, the line (`toml_lin
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,38 +26,13 @@ from .ci.policy import Key, SettingError, Suppression, parse_gates, parse_suppre
 from .errors import ConfigError
 from .support.files import key_text, read_regular, read_toml, shown
 from .support.toml_lines import line_of
+from .support.values import count_of, seconds_of
 
 #: Settings files are small; a pyproject.toml with a long tool table still fits.
 SETTINGS_LIMIT = 1 << 20
-#: The largest count a setting takes (more open requests than this is no limit at all).
-MAX_COUNT = 2**31 - 1
 #: Where the settings sit in a pyproject.toml.
 TOOL_TABLE: Key = ("tool", "cancelwire")
 KEYS = ("race-window", "hold", "max-open", "verifying-reads", "disabled", "gates", "suppress")
-
-
-def seconds_of(value: object) -> float:
-    """A duration: a finite number of seconds, at least 0 (the settings file and the command line)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"must be a number of seconds, not {shown(value)}")
-    try:
-        seconds = float(value)  # an integer of hundreds of digits has no float
-    except OverflowError:
-        seconds = math.inf
-    if not math.isfinite(seconds) or seconds < 0:
-        raise ValueError(f"must be a finite number of seconds >= 0, not {shown(value)}")
-    return seconds
-
-
-def count_of(value: object) -> int:
-    """A count that must be at least 1 (`max-open`: 0 would flush every request unjudged)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"must be a whole number, not {shown(value)}")
-    if value < 1:
-        raise ValueError(f"must be at least 1, not {shown(value)}")
-    if value > MAX_COUNT:
-        raise ValueError(f"must be at most {MAX_COUNT}, not {shown(value)}")
-    return value
 
 
 @dataclass(frozen=True, slots=True)

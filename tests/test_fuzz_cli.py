@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 
 import pytest
-from cancelwire.config import MAX_COUNT
 from cancelwire.reports.document import FORMATS as REPORT_FORMATS
+from cancelwire.support.values import MAX_COUNT
 from fuzzing import RAW_CONTROL, ROOT, TEXT_READERS, CliRun, Mutated, fuzz_settings, mutated_samples, run_cli
 from hypothesis import given
 from hypothesis import strategies as st

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NoReturn, TypeVar
 
 from .. import __version__
-from ..config import Settings, count_of, find_settings, load_settings, seconds_of
+from ..config import Settings, find_settings, load_settings
 from ..model import REVISIONS, Vantage
 from ..readers import ReadOptions, reader_names
 from ..readers.inflate import InflateLimits, ratio_of
@@ -23,6 +23,7 @@ from ..reports.formats import FORMATS
 from ..run.pipeline import AuditOptions
 from ..run.results import Setting
 from ..support import inert
+from ..support.values import count_of, seconds_of
 
 #: Frame numbers are 32-bit in pcap/pcapng tools (tshark's frame.number is a uint32).
 MAX_FRAME = 2**32 - 1

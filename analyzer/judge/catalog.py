@@ -16,7 +16,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..config import seconds_of
 from ..errors import RuleFileError
 from ..model import (
     REVISIONS,
@@ -30,6 +29,7 @@ from ..model import (
     Vantage,
 )
 from ..support.files import data_dir, key_text, read_toml, shown
+from ..support.values import seconds_of
 from .rule import (
     Condition,
     Firing,
