@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from .. import __version__
+from .._version import __version__
 from ..errors import BaselineError
 from ..model import jsonrpc
 from ..support.files import read_regular

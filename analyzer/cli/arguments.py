@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn, TypeVar
 
-from .. import __version__
+from .._version import __version__
 from ..config import Settings, find_settings, load_settings
 from ..model import REVISIONS, Vantage
 from ..readers import ReadOptions, reader_names

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 from ..ci import baseline
 from ..ci.gates import Triage
 from ..ci.policy import gate_option, parse_gates

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TextIO, TypeVar
 
-from .. import __version__
+from .._version import __version__
 from ..ci.gates import Triage
 from ..ci.verdict import verdict
 from ..judge.catalog import load_catalog

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
 
-from .. import __version__
+from .._version import __version__
 from ..ci.gates import Triage
 from ..ci.issue import Issue
 from ..ci.policy import OUTCOME_HELP, Gate
