@@ -1,53 +1,71 @@
-"""The picture of the package's imports: no cycle (not even one hidden by a local import), data flows
-one way, and nothing that renders a result depends on how the inputs were read."""
+"""The picture of the package: folders by stage, imports that run down the stages only, and no circle.
+
+Every import counts: at module level, inside a function, and under `if TYPE_CHECKING:` (a type-only
+circle is a definition in the wrong file)."""
 
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "analyzer"
-#: Modules that turn an AuditResult into something people or CI systems read.
-RENDERING = {
-    "results",
-    "report",
-    "rendering",
-    "inert",
-    "formats",
-    "junit",
-    "sarif",
-    "github",
-    "frames",
-    "tables",
-    "diagram",
-    "diagram_rows",
+
+#: The stages, lowest first. A module may import its own package and the layers below its own; packages
+#: side by side in one layer know nothing of each other. "cancelwire" is the package face.
+LAYERS: tuple[frozenset[str], ...] = tuple(
+    frozenset(layer)
+    for layer in (
+        {"errors", "_version"},
+        {"model"},
+        {"support"},
+        {"readers", "rebuild", "tables"},
+        {"merge"},
+        {"judge"},
+        {"run"},
+        {"fleet", "ci"},
+        {"reports"},
+        {"config", "recorder"},
+        {"cli"},
+        {"api"},
+        {"cancelwire", "__main__"},
+    )
+)
+#: What each package may reach at all (itself included), beyond the layer rule: the walls the docs name.
+REACHES_ONLY = {
+    "model": {"model"},
+    "readers": {"readers", "model", "support", "errors"},
+    "rebuild": {"rebuild", "model"},
+    "tables": {"tables", "model", "support", "errors"},
 }
-#: Modules that rebuild sessions and timelines from events: `reconstruct` and the rooms it dispatches to.
-RECONSTRUCTION = {
-    "reconstruct",
-    "pending",
-    "entrylog",
-    "finished",
-    "holds",
-    "cancels",
-    "progress_notifications",
-    "streams",
-    "tasks",
-    "task_traffic",
+#: What renders a result or gates a CI run never depends on how the inputs were read or rebuilt.
+NEVER_REACHED_FROM = {
+    "reports": {"readers", "rebuild", "run.pipeline", "fleet", "cli"},
+    "ci": {"readers", "rebuild", "run.pipeline", "fleet", "reports", "cli"},
 }
 #: The data model, lowest first: each module reaches only the layers below its own (`model` gathers them).
-MODEL_LAYERS = ({"kinds"}, {"records"}, {"events"}, {"timelines"}, {"findings"}, {"model"})
+MODEL_LAYERS = (
+    {"model.kinds", "model.timestamps", "model.transcript_format"},
+    {"model.records"},
+    {"model.events"},
+    {"model.timelines"},
+    {"model.findings"},
+    {"model"},
+)
 #: The capture reader's HTTP layers, lowest first: a module reaches only the layers below its own.
 HTTP_LAYERS = (
-    {"readers.http1", "readers.http2_bounds"},
-    {"readers.http2_events", "readers.http2_mirror"},
-    {"readers.http2"},
-    {"readers.http2_joined"},
-    {"readers.capture_http2"},
+    {"readers.http.http1", "readers.http.http2_bounds"},
+    {"readers.http.http2_events", "readers.http.http2_mirror"},
+    {"readers.http.http2"},
+    {"readers.http.http2_joined"},
+    {"readers.capture.conn"},
+    {"readers.capture.over_http2"},
+    {"readers.capture.over_http1"},
 )
+MAX_MODULES_PER_FOLDER = 20
 
 
 def _name(path: Path) -> str:
@@ -55,25 +73,23 @@ def _name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts) or "cancelwire"
 
 
-def _is_type_checking(node: ast.AST) -> bool:
-    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-
-
 def _imports(path: Path, modules: set[str]) -> set[str]:
-    """Every package module PATH imports at run time (module level or inside a function)."""
+    """Every package module PATH imports, wherever the import stands (TYPE_CHECKING blocks included)."""
     name = _name(path)
-    package = name.split(".") if path.name == "__init__.py" and name != "cancelwire" else name.split(".")[:-1]
+    own = [] if name == "cancelwire" else name.split(".")
+    package = own if path.name == "__init__.py" else own[:-1]
     found: set[str] = set()
-    stack: list[ast.AST] = [ast.parse(path.read_text())]
-    while stack:
-        node = stack.pop()
-        if _is_type_checking(node):
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name.removeprefix("cancelwire.") for a in node.names if a.name.startswith("cancelwire.")}
+        if not isinstance(node, ast.ImportFrom):
             continue
-        stack.extend(ast.iter_child_nodes(node))
-        if not isinstance(node, ast.ImportFrom) or not node.level:
+        if node.level:
+            stem = [*package[: len(package) - node.level + 1], *(node.module.split(".") if node.module else [])]
+        elif node.module and (node.module + ".").startswith("cancelwire."):
+            stem = node.module.split(".")[1:]
+        else:
             continue
-        base = package[: len(package) - node.level + 1]
-        stem = [*base, *(node.module.split(".") if node.module else [])]
         for alias in node.names:
             candidate = ".".join([*stem, alias.name])
             found.add(candidate if candidate in modules else ".".join(stem) or "cancelwire")
@@ -86,66 +102,108 @@ def _graph() -> dict[str, set[str]]:
     return {_name(p): _imports(p, modules) & modules for p in paths}
 
 
-def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+GRAPH = _graph()
+
+
+def _package(module: str) -> str:
+    return module.split(".")[0]
+
+
+def _reachable(start: str) -> set[str]:
     seen: set[str] = set()
     todo = [start]
     while todo:
-        for dep in graph[todo.pop()] - seen:
+        for dep in GRAPH[todo.pop()] - seen:
             seen.add(dep)
             todo.append(dep)
     return seen
 
 
-def test_the_graph_is_read() -> None:
-    graph = _graph()
-    assert "readers.transcript" in graph["readers"]
-    assert graph["model"] == {"kinds", "records", "events", "timelines", "findings"}
-    assert graph["kinds"] == set()
+def _layer(package: str) -> int:
+    return next(level for level, layer in enumerate(LAYERS) if package in layer)
+
+
+def test_the_graph_is_read_with_type_checking_and_local_imports() -> None:
+    assert "readers.text.transcript" in GRAPH["readers"]
+    assert GRAPH["model"] == {"model.kinds", "model.records", "model.events", "model.timelines", "model.findings"}
+    assert GRAPH["model.kinds"] == set()
+    assert "run.results" in GRAPH["cancelwire"]  # only under TYPE_CHECKING
+    assert "fleet.cluster" in GRAPH["fleet.pool"]  # only inside a function
+
+
+def test_every_package_has_a_layer() -> None:
+    assert {_package(m) for m in GRAPH} == set().union(*LAYERS)
 
 
 def test_imports_have_no_cycle() -> None:
-    graph = {name: deps - {"cancelwire"} for name, deps in _graph().items() if name != "cancelwire"}
     try:
-        tuple(TopologicalSorter(graph).static_order())
+        tuple(TopologicalSorter(GRAPH).static_order())
     except CycleError as exc:
         pytest.fail(f"import cycle: {' -> '.join(exc.args[1])}")
 
 
-@pytest.mark.parametrize("module", sorted(RENDERING))
-def test_rendering_does_not_depend_on_readers(module: str) -> None:
-    graph = _graph()
-    if module not in graph:
-        pytest.skip(f"{module} is not a module (any more)")
-    reached = _reachable(graph, module)
-    assert not {m for m in reached if m == "readers" or m.startswith("readers.")}, sorted(reached)
-    assert not reached & (RECONSTRUCTION | {"pipeline"}), sorted(reached)
+def test_imports_run_down_the_stages() -> None:
+    upward = [
+        f"{module} -> {dep}"
+        for module, deps in GRAPH.items()
+        for dep in deps
+        if _package(dep) != _package(module)
+        and (_layer(_package(dep)) >= _layer(_package(module)) or _package(dep) == "cancelwire")
+    ]
+    assert upward == []
 
 
-def test_readers_know_nothing_downstream() -> None:
-    graph = _graph()
-    downstream = RECONSTRUCTION | {"engine", "pipeline", "report", "results", "cli", "outcomes"}
-    for name in graph:
-        if name.startswith("readers"):
-            assert not _reachable(graph, name) & downstream, name
+@pytest.mark.parametrize("package", sorted(REACHES_ONLY))
+def test_walls(package: str) -> None:
+    for module in (m for m in GRAPH if _package(m) == package):
+        assert {_package(m) for m in _reachable(module)} <= REACHES_ONLY[package], module
+
+
+@pytest.mark.parametrize("package", sorted(NEVER_REACHED_FROM))
+def test_reports_and_ci_never_reach_how_inputs_were_read(package: str) -> None:
+    walls = NEVER_REACHED_FROM[package]
+    for module in (m for m in GRAPH if _package(m) == package):
+        reached = _reachable(module)
+        assert not {m for m in reached if any(m == w or m.startswith(w + ".") for w in walls)}, module
 
 
 def test_http_layers_point_down() -> None:
-    graph = _graph()
     for level, layer in enumerate(HTTP_LAYERS):
         own_and_above = set().union(*HTTP_LAYERS[level:])
         for name in layer:
-            assert not _reachable(graph, name) & own_and_above, name
+            assert name in GRAPH
+            assert not _reachable(name) & own_and_above, name
 
 
 def test_the_model_depends_only_on_its_lower_layers() -> None:
-    graph = _graph()
     for level, layer in enumerate(MODEL_LAYERS):
         below = set().union(*MODEL_LAYERS[:level])
         for name in layer:
-            assert _reachable(graph, name) <= below, name
+            assert _reachable(name) <= below, name
 
 
 def test_a_loaded_rule_depends_only_on_the_model() -> None:
-    """What a rule is (`rule`) is apart from how rule files are found and read (`catalog`): the
-    engine and the reports need the one, not the other."""
-    assert _reachable(_graph(), "rule") <= set().union(*MODEL_LAYERS)
+    """What a rule is (`judge.rule`) is apart from how rule files are found and read (`judge.catalog`):
+    the engine and the reports need the one, not the other."""
+    assert {_package(m) for m in _reachable("judge.rule")} <= {"model"}
+
+
+def test_no_folder_holds_more_than_twenty_modules() -> None:
+    for folder in [PACKAGE, *(p.parent for p in PACKAGE.rglob("__init__.py"))]:
+        modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+        assert len(modules) <= MAX_MODULES_PER_FOLDER, folder
+
+
+def test_a_module_name_does_not_repeat_its_folder() -> None:
+    """`merge/align.py`, not `merge/merge.py`."""
+    assert [p for p in PACKAGE.rglob("*.py") if p.stem == p.parent.name] == []
+
+
+def test_no_two_classes_share_a_name() -> None:
+    names = Counter(
+        node.name
+        for path in PACKAGE.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef)
+    )
+    assert sorted(name for name, count in names.items() if count > 1) == []

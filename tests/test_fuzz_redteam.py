@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from cancelwire.errors import InputError
-from cancelwire.merge.align import Flow, Item, fit_clock
+from cancelwire.merge.align import Item, Travel, fit_clock
 from cancelwire.model.timestamps import plausible
 from cancelwire.readers import InputSource, ReadOptions
 from cancelwire.readers.har.reader import READER as HAR
@@ -200,12 +200,12 @@ clock_values = st.one_of(
 @given(
     sightings=st.lists(
         st.tuples(
-            clock_values, clock_values, st.sampled_from([Flow.A_TO_B, Flow.B_TO_A, Flow.SAME]), st.integers(0, 3)
+            clock_values, clock_values, st.sampled_from([Travel.A_TO_B, Travel.B_TO_A, Travel.SAME]), st.integers(0, 3)
         ),
         max_size=12,
     )
 )
-def test_the_clock_fit_never_raises_and_is_finite_or_none(sightings: list[tuple[float, float, Flow, int]]) -> None:
+def test_the_clock_fit_never_raises_and_is_finite_or_none(sightings: list[tuple[float, float, Travel, int]]) -> None:
     """A peer log stamped 1e308 made statistics.pstdev raise in the fit: --merge exited 3 in every format."""
     seen = [
         (Item(n, ta, flow, ("c2s", ex)), Item(n, tb, flow, ("c2s", ex)))

@@ -224,7 +224,7 @@ def test_overview_charts_are_drawn_from_the_exchange_table(samples_html: str) ->
 
 
 def test_charts_escape_labels_and_say_what_they_show() -> None:
-    svg = charts.bars("calls <by> tool", [charts.Bar("<script>x</script>", (("error", 3), ("info", 1)))], "call(s)")
+    svg = charts.bars("calls <by> tool", [charts.BarRow("<script>x</script>", (("error", 3), ("info", 1)))], "call(s)")
     assert svg.startswith('<svg class="chart" role="img" viewBox="0 0 590 56" width="590" height="56"')
     assert 'aria-label="calls &lt;by&gt; tool"><title>calls &lt;by&gt; tool</title>' in svg
     assert "<desc>&lt;script&gt;x&lt;/script&gt;: 4 call(s) (3 error, 1 info)</desc>" in svg

@@ -7,7 +7,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from cancelwire.merge.align import Flow, Item, in_order, match
+from cancelwire.merge.align import Item, Travel, in_order, match
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -53,11 +53,11 @@ def synthetic(
         request = ("req", "ping") if ping else ("req", i)
         reply = ("rep", "pong") if ping else ("rep", i)
         lag = r.uniform(0.05, 0.5) if r.random() < late else 0.0
-        events.append(("a", sent, Item(request, sent, Flow.A_TO_B, None if ping else i)))
-        events.append(("b", read, Item(request, _b(read, offset, drift) + lag, Flow.A_TO_B, None if ping else i)))
-        events.append(("b", written, Item(reply, _b(written, offset, drift), Flow.B_TO_A, None if ping else i)))
+        events.append(("a", sent, Item(request, sent, Travel.A_TO_B, None if ping else i)))
+        events.append(("b", read, Item(request, _b(read, offset, drift) + lag, Travel.A_TO_B, None if ping else i)))
+        events.append(("b", written, Item(reply, _b(written, offset, drift), Travel.B_TO_A, None if ping else i)))
         if r.random() >= loss:
-            events.append(("a", back, Item(reply, back, Flow.B_TO_A, None if ping else i)))
+            events.append(("a", back, Item(reply, back, Travel.B_TO_A, None if ping else i)))
         t = back
     a = [item for side, _, item in sorted(events, key=lambda e: e[1]) if side == "a"]
     b = [item for side, _, item in sorted(events, key=lambda e: e[1]) if side == "b"]
@@ -86,7 +86,7 @@ sessions: st.SearchStrategy[dict[str, Any]] = st.builds(
 @given(sessions)
 def test_the_true_offset_is_within_the_reported_uncertainty(params: dict[str, float]) -> None:
     s = synthetic(**params)  # type: ignore[arg-type]
-    assume(any(item.flow is Flow.B_TO_A for item in s.a))  # a reply that reached A: bounded both ways
+    assume(any(item.flow is Travel.B_TO_A for item in s.a))  # a reply that reached A: bounded both ways
     found = match(s.a, s.b)
     clock = found.clock
     assert clock is not None and clock.consistent
@@ -107,7 +107,7 @@ def test_every_message_pairs_with_its_own_sighting_and_the_lost_ones_stay_unpair
 @given(sessions, st.floats(0.05, 0.2))
 def test_late_log_lines_are_rejected_and_do_not_move_the_offset(params: dict[str, float], late: float) -> None:
     s = synthetic(**params, late=late)  # type: ignore[arg-type]
-    assume(any(item.flow is Flow.B_TO_A for item in s.a))
+    assume(any(item.flow is Travel.B_TO_A for item in s.a))
     clock = match(s.a, s.b).clock
     assert clock is not None
     assert abs(clock.offset - s.true_offset_at(clock.t0)) <= clock.uncertainty + 1e-6
@@ -131,16 +131,16 @@ def test_repeated_content_pairs_by_time_and_a_lost_repeat_stays_unpaired() -> No
 
 
 def test_without_times_the_kth_sighting_pairs_with_the_kth() -> None:
-    a = [Item("x", None, Flow.A_TO_B), Item("y", None, Flow.B_TO_A), Item("x", None, Flow.A_TO_B)]
-    b = [Item("x", None, Flow.A_TO_B), Item("x", None, Flow.A_TO_B)]
+    a = [Item("x", None, Travel.A_TO_B), Item("y", None, Travel.B_TO_A), Item("x", None, Travel.A_TO_B)]
+    b = [Item("x", None, Travel.A_TO_B), Item("x", None, Travel.A_TO_B)]
     found = match(a, b)
     assert found.pairs == ((0, 0), (2, 1))
     assert found.clock is None
 
 
 def test_one_way_bounds_alone_give_no_clock() -> None:
-    a = [Item(k, 10.0 + k, Flow.A_TO_B) for k in range(5)]
-    b = [Item(k, 20.0 + k, Flow.A_TO_B) for k in range(5)]
+    a = [Item(k, 10.0 + k, Travel.A_TO_B) for k in range(5)]
+    b = [Item(k, 20.0 + k, Travel.A_TO_B) for k in range(5)]
     assert match(a, b).clock is None
 
 

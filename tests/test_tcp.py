@@ -11,8 +11,8 @@ from cancelwire.readers.capture.tcp import (
     Closed,
     Conflict,
     Delivered,
-    Flow,
     Lost,
+    Reassembly,
     Reset,
     TcpConnection,
     TcpEvent,
@@ -66,20 +66,20 @@ def conn() -> TcpConnection:
     return tcp
 
 
-def accept(flow: Flow, seq: int, data: bytes, frame: int = 1) -> list[TcpEvent]:
+def accept(flow: Reassembly, seq: int, data: bytes, frame: int = 1) -> list[TcpEvent]:
     out: list[TcpEvent] = []
     flow.accept(seq, data, frame, out)
     return out
 
 
-def skip(flow: Flow) -> list[TcpEvent]:
+def skip(flow: Reassembly) -> list[TcpEvent]:
     out: list[TcpEvent] = []
     flow.skip_gap(out)
     return out
 
 
 def test_flow_reorders_and_skips_duplicates() -> None:
-    flow = Flow(True, next=1)
+    flow = Reassembly(True, next=1)
     assert accept(flow, 1, b"abc") == [Delivered(True, b"abc")]
     assert accept(flow, 1, b"abc") == []  # retransmission, same bytes
     assert accept(flow, 7, b"ghi") == []  # out of order: held
@@ -91,7 +91,7 @@ def test_flow_reorders_and_skips_duplicates() -> None:
 
 
 def test_flow_wraps_around_the_sequence_space() -> None:
-    flow = Flow(False, next=0xFFFFFFFE)
+    flow = Reassembly(False, next=0xFFFFFFFE)
     assert accept(flow, 0xFFFFFFFE, b"ab") == [Delivered(False, b"ab")]
     assert accept(flow, 2, b"ef") == []
     assert accept(flow, 0, b"cd") == [Delivered(False, b"cd"), Delivered(False, b"ef")]

@@ -18,7 +18,7 @@ WIDTH = 24
 ERASE = "\r\x1b[K"
 
 
-class Bar:
+class ProgressBar:
     def __init__(self, stream: TextIO, clock: Callable[[], float] = time.monotonic) -> None:
         self.stream = stream
         self.clock = clock
@@ -72,8 +72,8 @@ def _duration(seconds: float | None) -> str:
 
 
 @contextlib.contextmanager
-def progress_bar(stream: TextIO, clock: Callable[[], float] = time.monotonic) -> Iterator[Bar]:
-    bar = Bar(stream, clock)
+def progress_bar(stream: TextIO, clock: Callable[[], float] = time.monotonic) -> Iterator[ProgressBar]:
+    bar = ProgressBar(stream, clock)
     try:
         yield bar
     finally:

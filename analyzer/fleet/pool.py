@@ -28,7 +28,7 @@ from pathlib import Path
 from ..errors import CancelwireError
 from ..judge.rule import Rule
 from ..readers import InputSource
-from ..run.partial import Merged, Partial, pack_calls
+from ..run.partial import AuditSoFar, Partial, pack_calls
 from ..run.pipeline import AuditOptions, audit_source, sources
 from .work import Context, Done, Progress, Submit, Task, Work
 
@@ -79,7 +79,7 @@ class Fleet:
     """A Dask scheduler address (`tcp://host:8786`): the inputs are audited there (jobs is then unused)."""
     progress: Progress | None = None
 
-    def run(self, paths: list[str], rules: Sequence[Rule], options: AuditOptions, into: Merged) -> None:
+    def run(self, paths: list[str], rules: Sequence[Rule], options: AuditOptions, into: AuditSoFar) -> None:
         context = Context(tuple(rules), options, into.on_row is not None)
         items = list(_items(sources(paths), context))
         if self.dask is not None:
@@ -264,7 +264,7 @@ def _merge(
     submit: Submit | None,
     tasks: list[Task | Partial],
     context: Context,
-    into: Merged,
+    into: AuditSoFar,
     progress: Progress | None,
     *,
     width: int,

@@ -29,7 +29,7 @@ from enum import StrEnum
 
 from ..model.timestamps import plausible
 
-__all__ = ["ClockFit", "Contribution", "Flow", "Item", "Matching", "MergeSummary", "fit_clock", "in_order", "match"]
+__all__ = ["ClockFit", "Contribution", "Item", "Matching", "MergeSummary", "Travel", "fit_clock", "in_order", "match"]
 
 OUTLIER_MADS = 3.0
 """A midpoint further than this many (scaled) median absolute deviations from the fit is rejected."""
@@ -43,7 +43,7 @@ PAIR_TOLERANCE = 0.5
 """Seconds beyond the clock's uncertainty within which a repeated message's two sightings may pair."""
 
 
-class Flow(StrEnum):
+class Travel(StrEnum):
     """Which recorder saw a message first (from where the two stand between its sender and receiver)."""
 
     A_TO_B = "a-to-b"
@@ -60,7 +60,7 @@ class Item:
     """Equal for the same message in both recordings (direction, kind, id, method, content digest)."""
     ts: float | None
     """When this recording saw it, on its own clock."""
-    flow: Flow
+    flow: Travel
     """Which recording saw it first (the same for both sightings of one message)."""
     exchange: Hashable | None = None
     """The request it belongs to (requester, id), for requests and their replies; None otherwise."""
@@ -232,7 +232,7 @@ def fit_clock(seen: Sequence[tuple[Item, Item]]) -> ClockFit | None:
     for x, y in seen:
         if x.ts is None or y.ts is None or not (plausible(x.ts) and plausible(y.ts)):
             continue
-        upper = None if x.flow is Flow.SAME else x.flow is Flow.A_TO_B
+        upper = None if x.flow is Travel.SAME else x.flow is Travel.A_TO_B
         bound = _Bound(x.ts, y.ts - x.ts, upper)
         bounds.append(bound)
         if x.exchange is not None:

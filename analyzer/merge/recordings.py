@@ -36,10 +36,10 @@ from ..model import (
 )
 from . import align as merge
 from . import crossing as merged_crossing
-from .align import Contribution, Flow, Item, MergeSummary
+from .align import Contribution, Item, MergeSummary, Travel
 from .facts import POSITION, Evidence, abandoned_calls, missing_messages, primary_streams
 
-__all__ = ["MAX_EVENTS", "Merged", "Recording", "merge_recordings"]
+__all__ = ["MAX_EVENTS", "MergedRecordings", "Recording", "merge_recordings"]
 
 MAX_EVENTS = 2_000_000
 """Events read per recording for a merge (both must be held to align them); past it, no merge."""
@@ -70,14 +70,14 @@ class _Session:
 
 
 @dataclass(slots=True)
-class Merged:
+class MergedRecordings:
     """What `merge_recordings` produced: event groups to judge (source name, reader name, events)."""
 
     groups: list[tuple[str, str, list[Event]]]
     summaries: list[MergeSummary]
 
 
-def merge_recordings(first: Recording, second: Recording) -> Merged:
+def merge_recordings(first: Recording, second: Recording) -> MergedRecordings:
     """Pair the sessions both recordings hold and merge each pair; the rest is judged on its own."""
     loose_a, sessions_a = _split(first.events)
     loose_b, sessions_b = _split(second.events)
@@ -97,7 +97,7 @@ def merge_recordings(first: Recording, second: Recording) -> Merged:
         (second.name, second.reader, loose_b + [e for s in sessions_b.values() for e in s.events]),
         (f"{first.name} + {second.name}", f"{first.reader} + {second.reader}", merged),
     ]
-    return Merged([(name, reader, events) for name, reader, events in groups if events], summaries)
+    return MergedRecordings([(name, reader, events) for name, reader, events in groups if events], summaries)
 
 
 def _split(events: Iterable[Event]) -> tuple[list[Event], dict[str, _Session]]:
@@ -218,7 +218,7 @@ def _item(session: _Session, index: int, same_place: bool) -> Item:
     event = session.events[index]
     if not isinstance(event, MessageEvent):  # only message events have keys
         raise TypeError(event)
-    flow = Flow.SAME if same_place else Flow.A_TO_B if event.direction is Direction.C2S else Flow.B_TO_A
+    flow = Travel.SAME if same_place else Travel.A_TO_B if event.direction is Direction.C2S else Travel.B_TO_A
     m = event.message
     exchange: Hashable | None = None
     if m.id is not None and m.method is None:  # a reply: its request is the requester's

@@ -26,7 +26,7 @@ LABEL_CHARS = 30
 
 
 @dataclass(frozen=True, slots=True)
-class Bar:
+class BarRow:
     """One row of a bar chart: its label and its parts (CSS class, value), drawn left to right."""
 
     label: str
@@ -69,7 +69,7 @@ def _row_label(index: int, text: str) -> str:
     return f'<text class="label" x="{LABEL - 8}" y="{y:.1f}" text-anchor="end">{escape(_label(text))}</text>'
 
 
-def bars(title: str, rows: Sequence[Bar], unit: str) -> Markup:
+def bars(title: str, rows: Sequence[BarRow], unit: str) -> Markup:
     """Horizontal bars on a linear scale from 0, each split into its parts, the total at its end."""
     top = max((row.total for row in rows), default=0) or 1
     body = []

@@ -63,7 +63,7 @@ def _outcomes(exchanges: pd.DataFrame | None, by_outcome: Mapping[str, int]) -> 
     order = [o for o in OUTCOMES if by_outcome.get(o)] + sorted(set(by_outcome) - set(OUTCOMES))
     if not order:
         return Chart("chart-outcomes", title, None, "No request was cancelled.")
-    rows = [charts.Bar(o, ((o, by_outcome[o]),)) for o in order]
+    rows = [charts.BarRow(o, ((o, by_outcome[o]),)) for o in order]
     return Chart("chart-outcomes", title, charts.bars(title, rows, "call(s)"), "")
 
 
@@ -77,7 +77,7 @@ def _findings(findings: pd.DataFrame) -> Chart:
     worst = table.apply(lambda row: next(i for i, s in enumerate(SEVERITIES) if row[s]), axis=1)
     table = table.assign(_worst=worst).sort_values(["_worst"], kind="stable").drop(columns="_worst")
     rows = [
-        charts.Bar(str(rule), tuple((s, int(counts[s])) for s in SEVERITIES))
+        charts.BarRow(str(rule), tuple((s, int(counts[s])) for s in SEVERITIES))
         for rule, counts in table.head(ROWS).iterrows()
     ]
     return Chart("chart-findings", title, charts.bars(title, rows, "finding(s)"), _more(len(table), "rules"))

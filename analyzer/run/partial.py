@@ -1,6 +1,6 @@
 """What auditing inputs produces, and how each input's part joins the whole.
 
-Each input is audited on its own (its own `Engine`), into a sink: `Merged` builds the `AuditResult`
+Each input is audited on its own (its own `Engine`), into a sink: `AuditSoFar` builds the `AuditResult`
 as the audit streams (findings and cancelled calls spooled to disk), and `Partial` keeps one input's
 part by value, so it can cross a process boundary pickled (`--jobs`, `--dask`) and be merged later.
 Merging partials in input order gives the same result, byte for byte, as auditing in one process:
@@ -37,7 +37,7 @@ class Sink(Protocol):
 
 @dataclass(slots=True)
 class Partial:
-    """One input's audit, by value (a list of what `Merged` spools)."""
+    """One input's audit, by value (a list of what `AuditSoFar` spools)."""
 
     inputs: list[InputSummary] = field(default_factory=list)
     """The input's summary (one; none before it is done)."""
@@ -81,7 +81,7 @@ class Partial:
 def pack_calls(parts: list[Partial]) -> Packed | None:
     """The cancelled calls of consecutive partials (one task's inputs), taken out of them and packed
     with their JSON texts in one pickle each, in the worker that judged them: the merging process
-    then appends the bytes to its spools (`Merged.add_packed`, after the partials) instead of
+    then appends the bytes to its spools (`AuditSoFar.add_packed`, after the partials) instead of
     converting each call, or unpickling it and pickling it again."""
     calls = [call for part in parts for call in part.cancellations]
     for part in parts:
@@ -89,7 +89,7 @@ def pack_calls(parts: list[Partial]) -> Packed | None:
     return pack(calls)
 
 
-class Merged:
+class AuditSoFar:
     """The whole audit so far; inputs are added in input order, streamed (`finding`, ...) or as partials."""
 
     def __init__(

@@ -22,7 +22,7 @@ from ..model import Anomaly, CancelledCall, Event, RequestTimeline, Session
 from ..readers import InputSource, ReadOptions, choose_reader, expand_inputs
 from ..rebuild.ordering import DEFAULT_RACE_WINDOWS
 from ..rebuild.reconstruct import ReconstructOptions, Reconstructor
-from .partial import Merged, Partial, Row, Sink
+from .partial import AuditSoFar, Partial, Row, Sink
 from .redact import redacting
 from .results import AuditResult, HowMade, InputSummary, Setting
 
@@ -94,7 +94,7 @@ def select_rules(catalog: tuple[Rule, ...], options: AuditOptions) -> tuple[list
 class Runner(Protocol):
     """Runs the per-input audits elsewhere and adds each input's part to INTO in input order."""
 
-    def run(self, paths: list[str], rules: Sequence[Rule], options: AuditOptions, into: Merged) -> None: ...
+    def run(self, paths: list[str], rules: Sequence[Rule], options: AuditOptions, into: AuditSoFar) -> None: ...
 
 
 def audit(
@@ -114,7 +114,7 @@ def audit(
     """
     catalog = load_catalog(options.rule_dirs)
     rules, disabled = select_rules(catalog, options)
-    merged = Merged(on_row, on_input_error)
+    merged = AuditSoFar(on_row, on_input_error)
     summaries: list[MergeSummary] = []
     try:
         if options.merge:
@@ -222,7 +222,7 @@ def audit_merged(
     items: list[InputSource | Partial],
     rules: Sequence[Rule],
     options: AuditOptions,
-    into: Merged,
+    into: AuditSoFar,
     on_exchange: Callable[[RequestTimeline, CancelledCall | None], None] | None,
     *,
     rows: bool,
@@ -269,7 +269,7 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def _hint_same_sessions(rules: Sequence[Rule], into: Merged) -> None:
+def _hint_same_sessions(rules: Sequence[Rule], into: AuditSoFar) -> None:
     """Sessions of different inputs that look like one session recorded twice (a hint for --merge).
 
     Not passed through redaction, and it need not be: it reads the sessions the redacting sink passed on,

@@ -108,7 +108,7 @@ def client_by_handshake(src: Endpoint, dst: Endpoint, flags: int) -> Endpoint | 
 
 
 @dataclass(slots=True)
-class Flow:
+class Reassembly:
     """One direction of a TCP connection, put back in sequence order; appends its events to `out`."""
 
     from_client: bool
@@ -252,9 +252,9 @@ class TcpConnection:
 
     client: Endpoint
     server: Endpoint
-    up: Flow = field(default_factory=lambda: Flow(True))
+    up: Reassembly = field(default_factory=lambda: Reassembly(True))
     """Client → server."""
-    down: Flow = field(default_factory=lambda: Flow(False))
+    down: Reassembly = field(default_factory=lambda: Reassembly(False))
     """Server → client."""
     reassemble: bool | None = None
     """Put payload back in order: True once the caller knows the connection is worth reading, False

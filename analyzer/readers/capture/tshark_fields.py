@@ -34,7 +34,7 @@ FIELDS = (
     "tcp.window_size",
     "tcp.payload",
 )
-"""Sequence and acknowledgement numbers are absolute (no sequence analysis, which costs time): `tcp.Flow`
+"""Sequence and acknowledgement numbers are absolute (no sequence analysis, which costs time): `tcp.Reassembly`
 works modulo 2**32. `tcp.len` against the captured payload shows a snaplen that cut the segment.
 A zero window is `tcp.window_size == 0` (the scaled window) on a frame without SYN/FIN/RST."""
 DECRYPTED_FIELD = "data.data"

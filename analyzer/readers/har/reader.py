@@ -70,7 +70,7 @@ def vantage_of(creator: str) -> Vantage:
 
 
 @dataclass(order=True, slots=True)
-class _Pending:
+class _Queued:
     ts: float
     index: int
     order: int
@@ -116,7 +116,7 @@ class HarEvents:
         self.vantage = options.session_vantage(Vantage.UNKNOWN)
         self.seq = 0
         self.mcp = 0
-        self._heap: list[_Pending] = []
+        self._heap: list[_Queued] = []
         self._held_bytes = 0
         self._order = 0
         self._started: set[str] = set()
@@ -152,7 +152,7 @@ class HarEvents:
             self._legacy.add(entry.key)  # bounded: a key is added once, and keys are capped at MAX_SESSIONS
         weight = len(piece.data) // max(1, len(entry.timed))
         for ts, make in entry.timed:
-            yield from self._hold(_Pending(ts, exchange.index, self._next(), entry.key, origin, make, weight))
+            yield from self._hold(_Queued(ts, exchange.index, self._next(), entry.key, origin, make, weight))
 
     def broken(self, exc: HarSyntaxError) -> Iterator[Event]:
         yield from self._drain()
@@ -170,7 +170,7 @@ class HarEvents:
         self._order += 1
         return self._order
 
-    def _hold(self, item: _Pending) -> Iterator[Event]:
+    def _hold(self, item: _Queued) -> Iterator[Event]:
         heapq.heappush(self._heap, item)
         self._held_bytes += item.weight
         while len(self._heap) > MAX_REORDER or self._held_bytes > MAX_REORDER_BYTES:
@@ -180,7 +180,7 @@ class HarEvents:
         while self._heap:
             yield from self._emit(heapq.heappop(self._heap))
 
-    def _emit(self, item: _Pending) -> Iterator[Event]:
+    def _emit(self, item: _Queued) -> Iterator[Event]:
         self._held_bytes -= item.weight
         key = item.key
         if key not in self._started:

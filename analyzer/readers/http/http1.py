@@ -96,7 +96,7 @@ HttpEvent = RequestHead | RequestEnd | ResponseHead | ResponseData | ResponseEnd
 
 
 @dataclass(slots=True)
-class _Pending:
+class _AwaitingResponse:
     exchange: int
     request: h11.Request
 
@@ -120,7 +120,7 @@ class Http1Connection:
     _req_exchange: int | None = None
     _req_body: bytearray = field(default_factory=bytearray)
     _req_size: int = 0
-    _waiting: deque[_Pending] = field(default_factory=deque)
+    _waiting: deque[_AwaitingResponse] = field(default_factory=deque)
     """Requests whose response has not ended, oldest first."""
     _resp: h11.Connection | None = None
     _unmatched: bytearray = field(default_factory=bytearray)
@@ -219,7 +219,7 @@ class Http1Connection:
         self._req_size = 0
         method, target, version = _text(event.method), _text(event.target), _text(event.http_version)
         out.append(RequestHead(exchange, method, target, _headers(event.headers), version))
-        self._waiting.append(_Pending(exchange, event))
+        self._waiting.append(_AwaitingResponse(exchange, event))
         if event.method.upper() == b"CONNECT":
             self.upgraded = True
         if self._resp is None:
