@@ -562,7 +562,7 @@ def bench_scaling(sizes: list[float], timeout: float | None, done: dict[float, R
 
 def profile_stdio(size_gb: float, top: int) -> None:
     """cProfile of the whole audit (read → reconstruct → engine → report) in this process."""
-    from cancelwire.reports.document import render
+    from cancelwire.reports.formats import render
     from cancelwire.run.pipeline import AuditOptions, audit
 
     meta = ensure_stdio(size_gb)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cancelwire.reports.document import render
+from cancelwire.reports.formats import render
 from cancelwire.run.pipeline import audit
 from cancelwire.support import inert
 from transcripts import Line, write_transcript

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 from cancelwire.reports import diagram, diagram_rows
-from cancelwire.reports.document import build, render
+from cancelwire.reports.document import build
+from cancelwire.reports.formats import render
 from cancelwire.run.pipeline import audit
 from fuzzing import fuzz_settings
 from hypothesis import given

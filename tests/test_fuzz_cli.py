@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from cancelwire.reports.document import FORMATS as REPORT_FORMATS
+from cancelwire.reports.formats import FORMATS as REPORT_FORMATS
 from cancelwire.support.values import MAX_COUNT
 from fuzzing import RAW_CONTROL, ROOT, TEXT_READERS, CliRun, Mutated, fuzz_settings, mutated_samples, run_cli
 from hypothesis import given

@@ -15,7 +15,7 @@ import pytest
 from cancelwire.ci.gates import Triage
 from cancelwire.model import Severity
 from cancelwire.reports import charts, html_view
-from cancelwire.reports.document import render
+from cancelwire.reports.formats import render
 from cancelwire.run.pipeline import audit
 from transcripts import Line, write_transcript
 

@@ -6,13 +6,13 @@ reports people read list the first ones of each rule and say how many more there
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import orjson
 import pytest
 from cancelwire.judge import engine
 from cancelwire.reports import document as report
+from cancelwire.reports.formats import render
 from cancelwire.run.pipeline import audit
 from transcripts import Line, write_transcript
 
@@ -33,9 +33,7 @@ def _stray_replies(tmp_path: Path) -> Path:
 
 
 def _rendered(path: Path, fmt: str) -> str:
-    out = io.StringIO()
-    report.write(audit([str(path)]), fmt, out)
-    return out.getvalue()
+    return render(audit([str(path)]), fmt)
 
 
 def test_findings_come_by_severity_then_rule_then_as_found(tmp_path: Path) -> None:

@@ -15,7 +15,8 @@ import pytest
 from cancelwire import __version__
 from cancelwire.reports import document as report
 from cancelwire.reports import rendering
-from cancelwire.reports.document import build, render
+from cancelwire.reports.document import build
+from cancelwire.reports.formats import render
 from cancelwire.run.pipeline import audit
 from transcripts import Line, write_transcript
 

@@ -18,7 +18,7 @@ from cancelwire.ci.gates import Triage
 from cancelwire.ci.policy import Suppression
 from cancelwire.model import Severity
 from cancelwire.reports import rendering
-from cancelwire.reports.document import render
+from cancelwire.reports.formats import render
 from cancelwire.run.pipeline import audit
 from test_reports import ROOT, SAMPLES
 from transcripts import Line, write_transcript

@@ -144,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _audit_parser(a: argparse.ArgumentParser) -> None:
     a.add_argument("paths", nargs="+", metavar="PATH", help="files or directories ('-' for stdin); .gz accepted")
-    a.add_argument("--format", choices=FORMATS, help="report format (default: text)")
+    a.add_argument("--format", choices=tuple(FORMATS), help="report format (default: text)")
     a.add_argument("-o", "--output", type=_file_name, metavar="FILE", help="write the report here (default: stdout)")
     a.add_argument(
         "--report", action="append", default=[], metavar="FORMAT=FILE", help="one more output (FILE - is stdout)"

@@ -6,7 +6,6 @@ inert Markdown, autoescaped HTML), and the HTML page loads nothing from the netw
 
 from __future__ import annotations
 
-import io
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -14,19 +13,18 @@ from typing import TYPE_CHECKING, Any, Generic, TextIO, TypeVar
 
 from .._version import __version__
 from ..ci.gates import Triage
-from ..ci.verdict import verdict
 from ..judge.catalog import load_catalog
 from ..judge.fingerprint import FindingPrints
 from ..model import Finding, Session, jsonrpc
 from ..model.forms import cancellation, display_filter, listed_json, origin_dict, time_text
 from ..run.results import AuditResult, HowMade
+from .formats import WriteOptions
 
 if TYPE_CHECKING:
     from ..merge.align import MergeSummary
 
 #: Bumped on any incompatible change of the JSON report (independent of the tool version).
 SCHEMA_VERSION = 1
-FORMATS = ("text", "json", "md", "html")
 SHOWN_PER_RULE = 200
 SHOWN_PER_OUTCOME = 200
 MARKDOWN_SHOWN_PER_KEY = 25
@@ -311,42 +309,20 @@ def _build(result: AuditResult, fmt: str) -> dict[str, Any]:
     return report
 
 
-def render(result: AuditResult, fmt: str, triage: Triage | None = None, *, verbose: bool = False) -> str:
-    out = io.StringIO()
-    write(result, fmt, out, triage, verbose=verbose)
-    return out.getvalue()
-
-
-def write(
-    result: AuditResult,
-    fmt: str,
-    out: TextIO,
-    triage: Triage | None = None,
-    *,
-    color: bool = False,
-    verbose: bool = False,
-) -> None:
-    """Write the report as it is produced: memory follows one cancelled call or finding, not all of them.
-    The reports people read list the first `SHOWN_PER_RULE` findings of each rule and `SHOWN_PER_OUTCOME`
-    cancelled calls of each outcome, and say how many more there are; JSON lists all. They also give the
-    verdict of TRIAGE (the gate, baseline and suppressions the exit status follows; default: --fail-on
-    error)."""
-    report = _build(result, fmt)
-    if triage is not None and triage.suppressions:  # each with what it accepted, or stale
+def prepare(triage: Triage, fmt: str) -> dict[str, Any]:
+    """The report of TRIAGE's audit for FMT, with its suppressions (each with what it accepted, or stale)."""
+    report = _build(triage.result, fmt)
+    if triage.suppressions:
         report["suppressions"] = triage.suppressions_used()
-    if fmt == "json":
-        _write_json(report, out)
-        return
-    # jinja2 and the templates are loaded only for the formats that use them (a third of start-up)
-    if fmt == "html":  # the page leads with the verdict against the gate (default: --fail-on error)
-        from . import html_view
+    return report
 
-        html_view.write(report, triage or Triage(result), out)
-        return
-    from . import rendering
 
-    report["verdict"] = verdict(triage if triage is not None else Triage(result))
-    rendering.write(report, fmt, out, color=color, verbose=verbose)
+def write_format(triage: Triage, out: TextIO, fmt: str, options: WriteOptions) -> None:
+    """The JSON report, written as it is produced: memory follows one cancelled call or finding, not all
+    of them. The reports people read (`rendering`, `html_view`) list the first `SHOWN_PER_RULE` findings
+    of each rule and `SHOWN_PER_OUTCOME` cancelled calls of each outcome, and say how many more there
+    are; JSON lists all."""
+    _write_json(prepare(triage, fmt), out)
 
 
 def _write_json(report: dict[str, Any], out: TextIO) -> None:

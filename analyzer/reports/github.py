@@ -12,7 +12,6 @@ the Markdown report is appended to that file (the job's summary page).
 
 from __future__ import annotations
 
-import io
 import os
 from collections import Counter
 from pathlib import Path
@@ -24,7 +23,7 @@ from ..errors import OutputError
 from ..model import Severity
 from ..support import inert
 from ..support.outputs import STEP_SUMMARY, appending
-from .document import write as write_report
+from .formats import WriteOptions, render
 
 #: GitHub shows only the first few annotations of each kind per step; more lines are noise in the log.
 MAX_PER_SEVERITY = 50
@@ -89,11 +88,14 @@ def write(triage: Triage, out: TextIO, summary: Path | None = None) -> None:
 def append_summary(triage: Triage, summary: Path) -> None:
     """The Markdown report appended to SUMMARY in one write; any failure names GITHUB_STEP_SUMMARY (never
     the report's own output), and a FIFO there that nobody reads is an error, not a wait."""
-    text = io.StringIO()
-    write_report(triage.result, "md", text, triage)
+    text = render(triage.result, "md", triage)
     fd = appending(summary, STEP_SUMMARY)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as md:
-            md.write(text.getvalue())
+            md.write(text)
     except OSError as exc:
         raise OutputError(f"{summary}: cannot write the {STEP_SUMMARY}: {exc.strerror or exc}") from None
+
+
+def write_format(triage: Triage, out: TextIO, fmt: str, options: WriteOptions) -> None:
+    write(triage, out, options.step_summary)

@@ -18,6 +18,8 @@ from ..ci.issue import IssueKind
 from ..ci.policy import DEFAULT_GATES, OUTCOME_HELP
 from ..model.forms import frame_filter
 from . import rendering
+from .document import prepare
+from .formats import WriteOptions
 
 #: The worst findings repeated in the verdict, so the first screen shows what to look at.
 WORST_SHOWN = 5
@@ -218,3 +220,8 @@ def write(report: dict[str, Any], triage: Triage, out: TextIO) -> None:
         "calls_drawn": CALLS_DRAWN,
     }
     rendering.write(report, "html", out, page=page)
+
+
+def write_format(triage: Triage, out: TextIO, fmt: str, options: WriteOptions) -> None:
+    """The HTML page of TRIAGE's audit: it leads with the verdict against the gate."""
+    write(prepare(triage, fmt), triage, out)

@@ -27,6 +27,7 @@ from ..ci.issue import Issue
 from ..ci.policy import Gate
 from ..model.forms import display_filter
 from ..support import inert
+from .formats import WriteOptions
 
 #: Issues written out per test case; the rest are counted (a broken recording can raise thousands).
 SHOWN_PER_CASE = 200
@@ -205,3 +206,7 @@ def write(triage: Triage, out: TextIO) -> None:
     out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
     out.write(ET.tostring(root, encoding="unicode"))
     out.write("\n")
+
+
+def write_format(triage: Triage, out: TextIO, fmt: str, options: WriteOptions) -> None:
+    write(triage, out)

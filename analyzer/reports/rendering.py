@@ -21,10 +21,13 @@ from typing import Any, Generic, TextIO, TypeVar
 import jinja2
 from markupsafe import Markup
 
-from ..ci.verdict import plural
+from ..ci.gates import Triage
+from ..ci.verdict import plural, verdict
 from ..support import inert
 from ..support.files import data_dir
 from . import diagram
+from .document import prepare
+from .formats import WriteOptions
 
 TEMPLATES = {"text": "report.txt.j2", "md": "report.md.j2", "html": "report.html.j2"}
 MARKDOWN_LIMIT = 60_000
@@ -115,6 +118,13 @@ def write(
     template = environment(fmt, color).get_template(TEMPLATES[fmt])
     for chunk in template.generate(report=report, verbose=verbose, **context):
         out.write(chunk)
+
+
+def write_format(triage: Triage, out: TextIO, fmt: str, options: WriteOptions) -> None:
+    """The text or Markdown report of TRIAGE's audit, ending with its verdict against the gate."""
+    report = prepare(triage, fmt)
+    report["verdict"] = verdict(triage)
+    write(report, fmt, out, color=options.color, verbose=options.verbose)
 
 
 def markdown(report: Mapping[str, Any], template_name: str = TEMPLATES["md"], key: str = "report") -> str:

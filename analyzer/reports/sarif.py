@@ -21,6 +21,7 @@ from ..ci.policy import OUTCOME_HELP, Gate
 from ..judge.rule import Rule
 from ..model import Origin, Severity, jsonrpc
 from ..model.forms import display_filter
+from .formats import WriteOptions
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -196,3 +197,7 @@ def build(triage: Triage) -> dict[str, Any]:
 def write(triage: Triage, out: TextIO) -> None:
     out.write(jsonrpc.dumps(build(triage), indent=True).decode())
     out.write("\n")
+
+
+def write_format(triage: Triage, out: TextIO, fmt: str, options: WriteOptions) -> None:
+    write(triage, out)
