@@ -34,7 +34,7 @@ __all__ = [
 
 _HOMES = {
     "audit": "api",
-    "AuditResult": "results",
+    "AuditResult": "run.results",
     "CancelwireError": "errors",
     "ConfigError": "errors",
     "InputError": "errors",

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from ..errors import InputError, UnknownFormatError
 from .base import Reader, ReadOptions
-from .capture import reader as pcap
-from .har import reader as har
+from .capture import reader as capture_reader
+from .har import reader as har_reader
 from .source import InputSource
 from .text import claude_desktop, gosdk, ndjson, pysdk, transcript, unreadable, vscode
 from .walk import expand_inputs
@@ -19,8 +19,8 @@ __all__ = ["READERS", "InputSource", "ReadOptions", "Reader", "choose_reader", "
 
 READERS: tuple[Reader, ...] = (
     transcript.READER,
-    pcap.READER,
-    har.READER,
+    capture_reader.READER,
+    har_reader.READER,
     claude_desktop.READER,
     vscode.READER,
     pysdk.READER,
