@@ -19,8 +19,7 @@ import orjson
 
 from ..errors import CancelwireError, InputError
 from ..model import CancelledCall, RequestTimeline, forms
-from ..reports import diagram
-from ..reports import document as report
+from ..reports import diagram, document
 from ..run import redact
 from ..run.pipeline import AuditOptions, audit
 
@@ -115,7 +114,7 @@ def _from_recordings(
     call = _one(found, request_id, session, "no request", "the exchange table (--exchanges) lists every id")
     entry = next((s for s in result.sessions if s.key == call["session"]), None)
     window = result.made.race_windows.get(entry.vantage.value) if entry else None
-    return Found(call, report.session(entry) if entry else None, window)
+    return Found(call, document.session(entry) if entry else None, window)
 
 
 def _wanted(call: Mapping[str, Any], request_id: str, session: str | None) -> bool:

@@ -1,7 +1,7 @@
 """Two recordings of one session as one event stream (`--merge`), with what each contributed.
 
     recording A events ─┐  sessions paired by shared messages   ┌─▶ merged session's events ─▶ reconstruct
-    recording B events ─┴▶ merge.match per pair (clock, pairs) ─┴─▶ anomalies: lost, unrecorded, never cancelled
+    recording B events ─┴▶ align.match per pair (clock, pairs) ─┴─▶ anomalies: lost, unrecorded, never cancelled
 
 Where the two recorders stand between client and server decides what each proves. The one nearer the
 server is the *primary*: its order of events is the merged order and its vantage the merged session's,
@@ -34,8 +34,7 @@ from ..model import (
     TransportEvent,
     Vantage,
 )
-from . import align as merge
-from . import crossing as merged_crossing
+from . import align, crossing
 from .align import Contribution, Item, MergeSummary, Travel
 from .facts import POSITION, Evidence, abandoned_calls, missing_messages, primary_streams
 
@@ -180,7 +179,7 @@ def _merge_pair(rec_x: Recording, x: _Session, rec_y: Recording, y: _Session) ->
     # merge's A is the recording nearer the client: the secondary (or, on a tie, itself)
     items_s = [_item(secondary, i, same_place) for i in s_msgs]
     items_p = [_item(primary, i, same_place) for i in p_msgs]
-    found = merge.match(items_s, items_p)
+    found = align.match(items_s, items_p)
     pairs = [(s_msgs[i], p_msgs[j]) for i, j in found.pairs]
     anchors = [(s_msgs[i], p_msgs[j]) for i, j in found.pairs if i in found.anchors]
     key = primary.start.session_key if primary.start is not None else next(iter(primary.events)).session_key or ""
@@ -272,7 +271,7 @@ def _weave(evidence: Evidence, anchors: list[tuple[int, int]], problems: list[An
             facts += isinstance(taken, TransportEvent)
             pending.append(taken)
     out.extend(_by_time(primary[cursor:], pending, margin))
-    out, crossed = merged_crossing.placed(out, primary, merged_crossing.crossings(evidence), evidence)
+    out, crossed = crossing.placed(out, primary, crossing.crossings(evidence), evidence)
     out.extend(problems)
     start = evidence.primary_start()
     if start is not None and crossed:

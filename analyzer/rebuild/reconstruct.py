@@ -44,8 +44,7 @@ from ..model import (
     Vantage,
     revisions,
 )
-from . import cancels, gave_up, holds, streams, task_traffic, tasks
-from . import progress as progress_notifications
+from . import cancels, gave_up, holds, progress, streams, task_traffic, tasks
 from .entrylog import EntryLog, message_entry
 from .finished import FinishedRequests
 from .ordering import says_cancelled
@@ -206,7 +205,7 @@ class Reconstructor:
         if kind is MessageKind.NOTIFICATION:
             method = message.method
             if method == "notifications/progress":
-                progress_notifications.on_progress(session, self.finished, event, sender, message, self._out.append)
+                progress.on_progress(session, self.finished, event, sender, message, self._out.append)
             elif method == "notifications/cancelled":
                 self._cancel(session, event, sender, message)
             else:

@@ -17,8 +17,7 @@ from markupsafe import Markup
 from ..judge.fingerprint import FindingPrints
 from ..run.results import AuditResult
 from ..support import inert
-from ..tables import exchanges as tables
-from ..tables import frames
+from ..tables import exchanges, frames
 from . import charts
 
 ROWS = 15
@@ -52,7 +51,7 @@ def _exchanges(result: AuditResult) -> pd.DataFrame | None:
     wanted = ["method", "tool", "duration", "cancelled", "outcome", "cancel_ts", "last_ts"]
     rows = ({k: row.get(k) for k in wanted} for row in result.exchanges)
     data = pd.DataFrame(rows, columns=wanted)
-    return data.astype({k: tables.COLUMNS[k] for k in wanted})
+    return data.astype({k: exchanges.COLUMNS[k] for k in wanted})
 
 
 def _outcomes(exchanges: pd.DataFrame | None, by_outcome: Mapping[str, int]) -> Chart:

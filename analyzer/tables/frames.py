@@ -1,6 +1,6 @@
 """An audit's findings, cancelled calls and exchanges as pandas DataFrames (`AuditResult.to_dataframe`).
 
-The exchange frame has the columns of `tables.COLUMNS` (documented in `tables.py`). The others:
+The exchange frame has the columns of `exchanges.COLUMNS` (documented in `exchanges.py`). The others:
 
 findings
     rule_id, rule     the catalogue id (CW101) and slug (response-after-cancel)
@@ -36,7 +36,7 @@ from typing import Any
 import pandas as pd
 
 from ..model import CancelledCall, Finding
-from . import exchanges as tables
+from . import exchanges
 
 FINDING_COLUMNS: dict[str, str] = {
     "rule_id": "category",
@@ -80,7 +80,7 @@ def cancellations_frame(calls: Iterable[CancelledCall]) -> pd.DataFrame:
 
 
 def exchanges_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    return tables.frame(list(rows))
+    return exchanges.frame(list(rows))
 
 
 def _frame(rows: Iterable[dict[str, Any]], columns: dict[str, str]) -> pd.DataFrame:
