@@ -27,7 +27,7 @@ from ...model import Direction, Event, Vantage
 from ..base import InputSource, ReadOptions
 from ..event_factory import EventFactory, holds_jsonrpc
 from ..lines import RawLine, source_lines
-from .hostlog import LogSessions, is_initialize_request
+from .hostlog import LogSessions
 
 _PREFIX = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z) \[([^\]\n]*)\] \[([^\]\n]*)\] ?(.*)", re.S)
 _SNIFF = re.compile(rb"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z \[[^\]\n]*\] \[[^\]\n]*\]", re.M)
@@ -89,17 +89,7 @@ class ClaudeDesktopReader:
                 continue
             side, payload = message.groups()
             payload = _strip_metadata(payload)
-            yield from sessions.begin(server, raw.number, ts, initialize=is_initialize_request(payload))
-            if sessions.refused:
-                continue
-            yield from factory.messages(
-                payload,
-                line=raw.number,
-                ts=ts,
-                session_key=sessions.key(server),
-                direction=DIRECTIONS[side],
-                unterminated=raw.unterminated,
-            )
+            yield from sessions.message(server, raw, ts, payload, DIRECTIONS[side])
 
 
 def _utf8_problem(factory: EventFactory, raw: RawLine, ts: float | None, key: str | None) -> Iterator[Event]:

@@ -28,7 +28,6 @@ from .hostlog import (
     LogSessions,
     direction_of,
     infer_recorder_side,
-    is_initialize_request,
     side_of,
     vantage_of,
 )
@@ -54,6 +53,12 @@ class GoSdkReader:
         assumed = side is None
         side = side or Side.CLIENT
         sessions = LogSessions(source, self.name, options, vantage_of(side), timestamps=False)
+        if assumed:
+            sessions.note = (
+                "input.side-assumed",
+                "no message in the first lines shows which side wrote this log; "
+                "assumed the client (override with --vantage server)",
+            )
         factory = sessions.factory
         directions = {"write": direction_of(side), "read": direction_of(side.other)}
         for raw in lines:
@@ -77,27 +82,7 @@ class GoSdkReader:
                     )
                 continue
             verb, payload = match.groups()
-            yield from sessions.begin(None, raw.number, None, initialize=is_initialize_request(payload))
-            if sessions.refused:
-                continue
-            if assumed:
-                assumed = False
-                yield factory.anomaly(
-                    raw.number,
-                    None,
-                    sessions.key(None),
-                    "input.side-assumed",
-                    "no message in the first lines shows which side wrote this log; "
-                    "assumed the client (override with --vantage server)",
-                )
-            yield from factory.messages(
-                payload,
-                line=raw.number,
-                ts=None,
-                session_key=sessions.key(None),
-                direction=directions[verb],
-                unterminated=raw.unterminated,
-            )
+            yield from sessions.message(None, raw, None, payload, directions[verb])
 
 
 def _samples(head: list[RawLine]) -> Iterator[tuple[bool, Message]]:

@@ -11,6 +11,7 @@ from ...model.jsonrpc import decode_text
 from ...model.timestamps import plausible
 from ..base import ReadOptions
 from ..event_factory import EventFactory
+from ..lines import RawLine
 from ..source import InputSource
 
 #: Methods only a client sends (requests and notifications), by the MCP method tables.
@@ -162,6 +163,8 @@ class LogSessions:
         """Sessions begun so far (restarts included)."""
         self.refused = False
         """The last `begin` refused its session (past `MAX_SESSIONS`)."""
+        self.note: tuple[str, str] | None = None
+        """An anomaly (name, detail) the first message read carries, once (`input.side-assumed`)."""
 
     def key(self, group: str | None) -> str:
         return self._key(group, self._state.get(group, (1, False))[0])
@@ -198,4 +201,31 @@ class LogSessions:
             label=self.labels.get(group, group),
             timestamps=self.timestamps,
             supersedes=self._key(group, number - 1) if number > 1 else None,
+        )
+
+    def message(
+        self,
+        group: str | None,
+        raw: RawLine,
+        ts: float | None,
+        payload: str,
+        direction: Direction,
+        *,
+        initialize: bool | None = None,
+    ) -> Iterator[Event]:
+        """The events of one logged message of GROUP: its session's start when due, the note once, then
+        the message (nothing past `MAX_SESSIONS`). INITIALIZE: whether it is an `initialize` request
+        (default: as its PAYLOAD looks)."""
+        if initialize is None:
+            initialize = is_initialize_request(payload)
+        yield from self.begin(group, raw.number, ts, initialize=initialize)
+        if self.refused:
+            return
+        key = self.key(group)
+        if self.note is not None:
+            name, detail = self.note
+            self.note = None
+            yield self.factory.anomaly(raw.number, ts, key, name, detail)
+        yield from self.factory.messages(
+            payload, line=raw.number, ts=ts, session_key=key, direction=direction, unterminated=raw.unterminated
         )

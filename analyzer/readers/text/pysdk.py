@@ -89,16 +89,9 @@ class PySdkReader:
             payload, direction = _payload(match.group(1), text[match.end() :])
             if payload == "":
                 continue  # the endpoint event, a ping, a comment: not a message
-            yield from sessions.begin(None, raw.number, ts, initialize=is_initialize_request(payload or ""))
-            if sessions.refused:
-                continue
-            yield from factory.messages(
-                payload if payload is not None else text[match.start() :],
-                line=raw.number,
-                ts=ts,
-                session_key=sessions.key(None),
-                direction=direction,
-                unterminated=raw.unterminated,
+            shown = payload if payload is not None else text[match.start() :]
+            yield from sessions.message(
+                None, raw, ts, shown, direction, initialize=is_initialize_request(payload or "")
             )
 
 

@@ -49,7 +49,7 @@ from ...model import Direction, Event, Vantage
 from ..base import InputSource, ReadOptions
 from ..event_factory import holds_jsonrpc
 from ..lines import source_lines
-from .hostlog import LogSessions, is_initialize_request
+from .hostlog import LogSessions
 
 _PREFIX = re.compile(r"\s*(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) \[(\w+)\] ?(.*)", re.S)
 _SNIFF = re.compile(
@@ -102,17 +102,7 @@ class VSCodeReader:
                     )
                 continue
             payload = body[len(marker) :].strip()
-            yield from sessions.begin(None, raw.number, ts, initialize=is_initialize_request(payload))
-            if sessions.refused:
-                continue
-            yield from factory.messages(
-                payload,
-                line=raw.number,
-                ts=ts,
-                session_key=sessions.key(None),
-                direction=DIRECTIONS[marker],
-                unterminated=raw.unterminated,
-            )
+            yield from sessions.message(None, raw, ts, payload, DIRECTIONS[marker])
 
 
 def _epoch(stamp: str) -> float:
