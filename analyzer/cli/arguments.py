@@ -1,5 +1,5 @@
 """The `cancelwire` command line: its parser, the checks on each value, and the audit options it gives
-with the settings file under it (cli.py runs the commands).
+with the settings file under it (cli/main.py runs the commands).
 
 Numbers are checked here as argparse types, so `--race-window nan`, `--hold -1` or `--max-open 0` is a
 usage error (exit 2) that names the option, the same checks the settings file gets (config.py).

@@ -3,7 +3,7 @@
 Exchange rows go, as the audit produces them, to `--exchanges` (written as it runs: a failed write stops
 the run with nothing half-written), to `--dataset`, and to a spool for the HTML report's charts; the
 baseline is written from the triage. Every file goes through an `AtomicOutput`; nothing here prints
-(cli.py does, and says what was written).
+(cli/main.py does, and says what was written).
 """
 
 from __future__ import annotations

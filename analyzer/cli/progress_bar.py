@@ -1,6 +1,6 @@
 """The progress bar of a long audit, on a terminal: inputs done, messages per second, time left.
 
-cli.py decides whether there is one (stderr is a terminal and no --quiet) and hands it the stream.
+cli/main.py decides whether there is one (stderr is a terminal and no --quiet) and hands it the stream.
 Nothing shows for a run shorter than SHOW_AFTER seconds, the line is redrawn at most every REDRAW
 seconds, and it is erased at the end, so the report and errors are never mixed with it.
 """

@@ -1,8 +1,8 @@
 """`--dask ADDRESS`: the per-input audits as tasks on an existing Dask distributed cluster.
 
 Dask schedules them; this module only connects, sends the rules and options once (scattered to every
-worker), and submits one task per run of inputs (fleet.py) with the inputs' bytes (workers need no access to this
-machine's files). `fleet._merge` merges the partials in input order as they come back, so the result
+worker), and submits one task per run of inputs (pool.py) with the inputs' bytes (workers need no access to this
+machine's files). `pool._merge` merges the partials in input order as they come back, so the result
 is the one `--jobs` and a single process give. distributed is the optional extra `cancelwire[dask]`.
 """
 
@@ -43,7 +43,7 @@ def dask_submitter(
     run: Callable[[Task, Context], Done],
     prepare: Callable[[Work], Work],
 ) -> Iterator[tuple[Submit, int]]:
-    """A submit function for `fleet._merge` that runs RUN on a task's inputs, each PREPARE(work) (its
+    """A submit function for `pool._merge` that runs RUN on a task's inputs, each PREPARE(work) (its
     bytes added), on the cluster, and how many tasks the cluster runs at once."""
     client = _client(address)
     try:

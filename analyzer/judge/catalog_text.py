@@ -1,6 +1,6 @@
 """The catalogue as text people read: the `cancelwire rules` table and a rule's `cancelwire explain` page.
 
-Pure: rules in, text out; cli.py prints it (a rule's page made inert: a rule from `--rules DIR` is a user file).
+Pure: rules in, text out; cli/main.py prints it (a rule's page made inert: a rule from `--rules DIR` is a user file).
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ class SessionStart:
     crossed: frozenset[int] = frozenset()
     """Positions (`seq`) of messages a second recording proves crossed their request's cancel in flight:
     the receiver wrote them before it read the cancel, the canceller's side saw them after it sent it
-    (`--merge`, merged_crossing.py). They are CROSSING, and EXACT."""
+    (`--merge`, merge/crossing.py). They are CROSSING, and EXACT."""
 
 
 @record

@@ -3,7 +3,7 @@
 The JSON report's entry of a cancelled call (`listed_json` of its form) is made once, where the call was
 judged (`cancellations.Cancellations`): in the worker process that audited its input when the audit runs
 in parallel, so the process that writes the report only copies text, and `--jobs 1`, `--jobs N` and Dask
-give the same bytes because they run this same code. Nothing here renders: report.py, the templates and
+give the same bytes because they run this same code. Nothing here renders: reports/, the templates and
 diagram.py read these dicts.
 """
 

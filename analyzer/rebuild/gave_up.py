@@ -7,7 +7,7 @@ its reply, when one comes, is the receiver's answer (not a second one). When the
 requester's own log, it holds every message the requester sent: a call it gave up on with no
 `notifications/cancelled` for it by the call's end is a cancel never sent, exactly
 (`cancel.not-sent-on-give-up`, CW507). With `--merge` the other recording shows what reached the
-receiver, and `merged_facts.abandoned_calls` (CW503) judges it instead.
+receiver, and `merge.facts.abandoned_calls` (CW503) judges it instead.
 """
 
 from __future__ import annotations

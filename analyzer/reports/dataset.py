@@ -7,7 +7,7 @@
 Partitioned by the UTC date of the audit (hive style, so pandas, pyarrow and DuckDB read `audit_date`
 as a column), one new file per table and run: a month of nightly audits is appended to and read as
 one table, and no run rewrites another's file. Each file has the fixed schema of arrow.py (the columns
-of frames.py and tables.py) plus `run_id` and `audited_at`; SCHEMA_VERSION is in its metadata.
+of tables/frames.py and tables/exchanges.py) plus `run_id` and `audited_at`; SCHEMA_VERSION is in its metadata.
 
 Files are written to a hidden temp file in their partition (readers skip names starting with `.`)
 and renamed into place only when the whole run succeeded: a failed or interrupted run leaves nothing.

@@ -1,6 +1,6 @@
 """A client/server sequence diagram of one request, as inline SVG, drawn from a report's cancelled call.
 
-Pure: a cancellation dict of `report.build` (or `forms.exchange` for any request) in, an SVG string out,
+Pure: a cancellation dict of `document.build` (or `forms.exchange` for any request) in, an SVG string out,
 so a saved JSON report can be drawn as well as a live audit. The DOM is a contract the browser tests
 read (see README "Sequence diagrams"): every arrow is a `<g class="msg" data-kind data-dir data-seq>`
 with a `<title>`; a finding on it adds `data-finding` (rule ids, space-separated) and `data-certainty`

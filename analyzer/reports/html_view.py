@@ -1,7 +1,7 @@
 """What the HTML report shows beyond the report dict: the verdict against the gate, call numbers that
 findings link to, timelines with runs of like messages collapsed, and human words for internal names.
 
-The page is written from the same report dict as every other format (`report._build`), so it shows
+The page is written from the same report dict as every other format (`document._build`), so it shows
 the same findings and cancelled calls; this module only arranges them for a person in a postmortem.
 """
 

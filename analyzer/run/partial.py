@@ -50,7 +50,7 @@ class Partial:
     skips: dict[tuple[str, str], Skip] = field(default_factory=dict)
     unruled: dict[str, int] = field(default_factory=dict)
     rows: list[Row] | None = None
-    """Exchange table rows (`tables.row`), when the caller asked for them."""
+    """Exchange table rows (`exchanges.row`), when the caller asked for them."""
 
     def finding(self, finding: Finding) -> None:
         self.findings.append(finding)

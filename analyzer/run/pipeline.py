@@ -43,7 +43,7 @@ class AuditOptions:
     settings: tuple[Setting, ...] = ()
     """Every value the caller changed from the default, and where it came from (shown in the report)."""
     merge: bool = False
-    """`--merge`: the two inputs are recordings of the same session(s), judged as one (merged.py)."""
+    """`--merge`: the two inputs are recordings of the same session(s), judged as one (merge/recordings.py)."""
     redact: bool = False
     """Payload values replaced by type and length before anything is kept (redact.py)."""
 
@@ -110,7 +110,7 @@ def audit(
 
     Each input is audited on its own and the parts merged in input order (partial.py), in this process
     or, with RUNNER, elsewhere (`fleet.pool.Fleet`: worker processes or a Dask cluster): the result is the same.
-    ON_ROW gets each exchange as a `tables.row`; ON_EXCHANGE the timeline itself (in this process only).
+    ON_ROW gets each exchange as a `exchanges.row`; ON_EXCHANGE the timeline itself (in this process only).
     """
     catalog = load_catalog(options.rule_dirs)
     rules, disabled = select_rules(catalog, options)
@@ -227,7 +227,7 @@ def audit_merged(
     *,
     rows: bool,
 ) -> list[MergeSummary]:
-    """`--merge`: two recordings read whole, their common sessions merged (merged.py) and judged once."""
+    """`--merge`: two recordings read whole, their common sessions merged (merge/recordings.py) and judged once."""
     if len(items) != 2:
         raise CancelwireError(f"--merge takes two recordings of one session; got {len(items)} inputs")
     _refuse_one_file_twice(items)

@@ -240,7 +240,7 @@ def report_call(call: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def report_session(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """A session of a JSON report (`report.session`) as `session` redacts a live one."""
+    """A session of a JSON report (`document.session`) as `session` redacts a live one."""
     out = dict(entry)
     if isinstance(out.get("label"), str):
         out["label"] = text(out["label"])

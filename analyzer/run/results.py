@@ -124,7 +124,7 @@ class AuditResult:
     made: HowMade
     """How the audit was run: settings, race windows, limits, when."""
     exchanges: Spool[dict[str, Any]] | None = None
-    """Every exchange as a `tables.row`, kept by the library entry point (`cancelwire.audit`); None when
+    """Every exchange as a `exchanges.row`, kept by the library entry point (`cancelwire.audit`); None when
     the audit did not keep them (the command line writes them straight to `--exchanges` instead)."""
     merges: tuple[MergeSummary, ...] = ()
     """`--merge`: per merged session, the clock alignment and what each recording contributed."""

@@ -4,7 +4,7 @@ A schema is never inferred from the data: pandas gives a category column int8 co
 fewer than 128 distinct values and int16 in the next, and Parquet refuses a file whose row groups
 differ ("Table schema does not match schema used to create file"). Every chunk is converted to the
 schema below instead: text with few distinct values is dictionary-encoded with int32 indices, counts
-are int64, timestamps float64 epoch seconds (UTC). The columns are documented in tables.py
+are int64, timestamps float64 epoch seconds (UTC). The columns are documented in exchanges.py
 (exchanges) and frames.py (findings, cancellations). SCHEMA_VERSION changes with any column change.
 
 pyarrow is the optional extra `cancelwire[parquet]`; this module imports it when called.

@@ -1,6 +1,6 @@
 """tshark's field output: the one command cancelwire runs, its version check, and one frame per line.
 
-No pyshark here: `readers/pcap.py` finds tshark and drives the pass.
+No pyshark here: `capture/reader.py` finds tshark and drives the pass.
 """
 
 from __future__ import annotations

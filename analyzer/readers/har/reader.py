@@ -121,7 +121,7 @@ class HarEvents:
         self._order = 0
         self._started: set[str] = set()
         self._legacy: set[str] = set()
-        """Sessions seen to be HTTP+SSE (2024-11-05): see `har_events.EntryEvents.legacy`."""
+        """Sessions seen to be HTTP+SSE (2024-11-05): see `entry_events.EntryEvents.legacy`."""
 
     def piece(self, piece: Piece) -> Iterator[Event]:
         if piece.data is None:
