@@ -126,7 +126,7 @@ def measure(
 # children's peak RSS to the file named in CANCELWIRE_BENCH_REPORT.
 AUDIT_WRAPPER = """
 import json, os, resource, sys
-from cancelwire.cli import main
+from cancelwire.cli.main import main
 try:
     rc = main(sys.argv[1:])
 finally:
