@@ -7,6 +7,8 @@
     .venv/bin/python scripts/bench.py profile [--size-gb 0.1] [--top 30]
     .venv/bin/python scripts/bench.py fleet [--recordings 1000] [--repeat 3]     (see bench_fleet.py)
     .venv/bin/python scripts/bench.py report [--repeat 3]     (the HTML report of a large audit; bench_report.py)
+    .venv/bin/python scripts/bench.py ab --base OTHER/.venv/bin/python [--size-gb 0.1] [--packets 200000]
+                                         (this checkout against another one, alternately; bench_ab.py)
 
 Not a test: it prints numbers. Generated inputs are cached under bench-data/ (git-ignored), keyed by
 size, so only the first run pays for them. Every measured command runs in a fresh subprocess; its peak
@@ -92,11 +94,12 @@ def measure(
     stdout: int | None = subprocess.DEVNULL,
     timeout: float | None = None,
     report: Path | None = None,
+    cwd: Path = ROOT,
 ) -> Run:
-    """Run argv in a fresh process; wall time and peak RSS (kB from wait4 → MB)."""
+    """Run argv in a fresh process (in CWD); wall time and peak RSS (kB from wait4 → MB)."""
     err = tempfile.TemporaryFile()  # noqa: SIM115 (closed below, after the child is reaped)
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=stdout, stderr=err, stdin=subprocess.DEVNULL, cwd=ROOT)
+    proc = subprocess.Popen(argv, stdout=stdout, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd)
     deadline = None if timeout is None else start + timeout
     killed = False
     while True:
@@ -946,7 +949,7 @@ def bench_pcap(packets: int, timeout: float | None) -> None:
         split = f"  (audit process {ours.self_rss_mb:.0f} MB, its tshark {ours.children_rss_mb:.0f} MB)"
     print(f"  {ours.label:<30}{fmt_time(ours.wall)}   {fmt_rss(ours)}{split}{status(ours)}", flush=True)
     if not ours.ok:
-        reader = ROOT / "analyzer" / "readers" / "pcap.py"
+        reader = ROOT / "analyzer" / "readers" / "capture" / "reader.py"
         why = "analyzer/readers/capture/reader.py is missing" if not reader.exists() else "the capture reader failed"
         print(f"  pcap audit did not complete: {why} (see the error above)", flush=True)
         return
@@ -991,7 +994,7 @@ def bench_fleet(count: int, timeout: float | None, repeat: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("case", choices=["stdio", "pcap", "all", "profile", "fleet", "report", "_pcap-server"])
+    parser.add_argument("case", choices=["stdio", "pcap", "all", "profile", "fleet", "report", "ab", "_pcap-server"])
     parser.add_argument("--recordings", type=int, default=1000, help="fleet: small recordings (default 1000)")
     parser.add_argument("port", nargs="?", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--size-gb", type=float, default=1.0, help="stdio transcript size (default 1.0)")
@@ -1006,6 +1009,8 @@ def main(argv: list[str] | None = None) -> int:
         default=3,
         help="stdio: floor and audit runs, interleaved; the fastest of each is compared (default 3)",
     )
+    parser.add_argument("--base", help="ab: the python of the other checkout's venv")
+    parser.add_argument("--ab-inputs", default="stdio,pcap", help="ab: stdio, pcap or both (default stdio,pcap)")
     args = parser.parse_args(argv)
     if args.case == "_pcap-server":
         with contextlib.suppress(KeyboardInterrupt):
@@ -1024,6 +1029,15 @@ def main(argv: list[str] | None = None) -> int:
         bench_pcap(args.packets, args.timeout)
     if args.case == "fleet":
         bench_fleet(args.recordings, args.timeout, max(1, args.repeat))
+    if args.case == "ab":
+        import bench_ab
+
+        if not args.base:
+            parser.error("ab needs --base PYTHON (the other checkout's .venv/bin/python)")
+        wanted = args.ab_inputs.split(",")
+        inputs = [ensure_stdio(args.size_gb).path] if "stdio" in wanted else []
+        inputs += [ensure_pcap(args.packets)[0]] if "pcap" in wanted else []
+        bench_ab.run(inputs, PY, args.base, max(1, args.repeat), measure, args.timeout)
     if args.case == "report":
         import bench_report
 
