@@ -24,6 +24,8 @@ def test_wheel_installs_and_audits_outside_the_checkout(tmp_path: Path) -> None:
     assert "cancelwire/_data/templates/report.html.j2" in names
     assert "cancelwire/report.schema.json" in names
     assert "cancelwire/py.typed" in names
+    modules = {f"cancelwire/{p.relative_to(ROOT / 'analyzer')}" for p in (ROOT / "analyzer").rglob("*.py")}
+    assert sorted(modules - set(names)) == []  # every folder of analyzer/ is listed in pyproject.toml
     top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
     assert top_level == {"cancelwire"}  # no other import name is installed (such as the source folder's)
     target = tmp_path / "site"
