@@ -14,7 +14,7 @@ from junitparser import JUnitXml
 from test_cli import ROOT, run
 
 SCENARIOS = ("sdk-clean-session", "sdk-cancel-slow-tool")  # a clean session and an unverified cancel
-WORKFLOW = re.search(r"```yaml\n(name: mcp-sessions\n.*?)```", (ROOT / "README.md").read_text(), re.S)
+WORKFLOW = re.search(r"```yaml\n(name: mcp-sessions\n.*?)```", (ROOT / "docs" / "ci.md").read_text(), re.S)
 
 
 def workflow_commands() -> list[list[str]]:
