@@ -44,7 +44,7 @@ class Gate(StrEnum):
     OFF = "off"
 
 
-#: Defaults, with the reason each is what it is (README "Gates" repeats them).
+#: Defaults, with the reason each is what it is (docs/ci.md, "Gates", repeats them).
 DEFAULT_GATES: Mapping[Outcome, Gate] = {
     # CW101 response-after-cancel reports it at the severity its revision gives (MUST NOT -> error
     # from 2026-07-28, SHOULD NOT -> warning before): gating the outcome too would overrule that.
@@ -59,7 +59,7 @@ DEFAULT_GATES: Mapping[Outcome, Gate] = {
     Outcome.VERIFIED_BY_READ: Gate.OFF,
 }
 
-#: What each outcome class means (SARIF rule help, JUnit and README).
+#: What each outcome class means (SARIF rule help, JUnit and docs/judging.md).
 OUTCOME_HELP: Mapping[str, str] = {
     Outcome.LATE_RESULT_VIOLATION: "The result or error left after the cancel reached the receiver.",
     Outcome.LATE_RESULT_DISCARDED: "A result crossed the cancel in flight; the client must discard it, and the work "

@@ -156,7 +156,7 @@ def _audit_parser(a: argparse.ArgumentParser) -> None:
         help="exit 1 when a new finding or gated outcome is at or above this severity (default: error)",
     )
     a.add_argument(
-        "--gate", action="append", default=[], metavar="OUTCOME=GATE", help="gate an outcome class (see README)"
+        "--gate", action="append", default=[], metavar="OUTCOME=GATE", help="gate an outcome class (see docs/ci.md)"
     )
     a.add_argument("--baseline", type=Path, metavar="FILE", help="fail only on what this baseline does not hold")
     a.add_argument("--write-baseline", type=Path, metavar="FILE", help="record this run's issues as the baseline")
@@ -172,7 +172,7 @@ def _audit_parser(a: argparse.ArgumentParser) -> None:
         "--race-window",
         type=_seconds,
         metavar="SECONDS",
-        help="a reply this soon after a cancel counts as a race (default per vantage; see README)",
+        help="a reply this soon after a cancel counts as a race (default per vantage; see docs/judging.md)",
     )
     a.add_argument(
         "--rules", action="append", type=Path, default=[], metavar="DIR", help="extra rule files (*.toml); repeatable"
@@ -226,7 +226,7 @@ def _audit_parser(a: argparse.ArgumentParser) -> None:
         "--dataset",
         type=Path,
         metavar="DIR",
-        help="append findings, cancellations and exchanges to Parquet datasets under DIR (see README)",
+        help="append findings, cancellations and exchanges to Parquet datasets under DIR (see docs/scale.md)",
     )
     a.add_argument("--dask", metavar="ADDRESS", help="audit inputs as tasks on this Dask scheduler (cancelwire[dask])")
     a.add_argument(

@@ -22,7 +22,7 @@ from ..model import (
     Vantage,
 )
 
-#: Default race windows in seconds, per vantage (see README "How cancellations are judged").
+#: Default race windows in seconds, per vantage (see docs/judging.md).
 #: server: the recording is where the cancel is read, so order is exact (window unused).
 #: wire: on loopback the capture sees a packet within microseconds of the write; 10 ms covers
 #:   the receiver's scheduling between reading the cancel POST and acting on it.

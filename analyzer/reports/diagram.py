@@ -2,7 +2,7 @@
 
 Pure: a cancellation dict of `document.build` (or `forms.exchange` for any request) in, an SVG string out,
 so a saved JSON report can be drawn as well as a live audit. The DOM is a contract the browser tests
-read (see README "Sequence diagrams"): every arrow is a `<g class="msg" data-kind data-dir data-seq>`
+read (see docs/reports.md, "Sequence diagrams"): every arrow is a `<g class="msg" data-kind data-dir data-seq>`
 with a `<title>`; a finding on it adds `data-finding` (rule ids, space-separated) and `data-certainty`
 (`inferred` when any of them is); facts seen on one side only (a stream opened, bytes, a zero window, the
 end of the recording) are `<g class="note" data-kind>`; the race window is `<rect class="race-window">`.

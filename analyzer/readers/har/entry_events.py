@@ -74,7 +74,7 @@ class EntryEvents:
     legacy: bool
     """The entry belongs to an HTTP+SSE (2024-11-05) session: a request POSTed and accepted without its
     reply (which goes on the session's SSE stream), or that stream itself. Such a stream is not read
-    (README "HAR files"), so the session's replies are not recorded (`LEGACY_UNRECORDED`)."""
+    (docs/har.md), so the session's replies are not recorded (`LEGACY_UNRECORDED`)."""
 
 
 def exchange_events(ex: HarExchange, origin: Origin, source: str) -> EntryEvents | None:
