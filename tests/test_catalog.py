@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
@@ -13,26 +14,39 @@ import pytest
 from cancelwire.errors import CancelwireError, RuleFileError
 from cancelwire.judge.catalog import load_catalog
 from cancelwire.judge.catalog_text import explain_text
-from cancelwire.model import revisions
+from cancelwire.model import AnomalyName, revisions
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = load_catalog()
-_PREFIXES = "input|jsonrpc|cancel|progress|task|reconstruct|capture|har|http2?|sse|stdio|merge"
-ANOMALY = re.compile(rf'"((?:{_PREFIXES})\.[a-z0-9-]+)"')
-
-
-def _emitted_names() -> set[str]:
-    names: set[str] = set()
-    for path in (ROOT / "analyzer").rglob("*.py"):
-        names |= set(ANOMALY.findall(path.read_text()))
-    return names
 
 
 def test_every_anomaly_the_code_emits_has_a_rule_and_every_rule_name_is_emitted() -> None:
-    ruled = {name for rule in RULES for name in rule.condition.anomalies}
-    emitted = _emitted_names()
-    assert sorted(emitted - ruled) == []
-    assert sorted(ruled - emitted) == []
+    ruled = {str(name) for rule in RULES for name in rule.condition.anomalies}
+    named = {m.value for m in AnomalyName}
+    assert sorted(named - ruled) == []
+    assert sorted(ruled - named) == []
+
+
+def test_anomaly_names_are_written_only_as_members() -> None:
+    """No string literal in the code spells an anomaly name: the code names one as `AnomalyName.X`,
+    so a name cannot drift from the closed set (or escape this test under a new prefix)."""
+    names = {m.value for m in AnomalyName}
+    package = ROOT / "analyzer"
+    found = [
+        f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}"
+        for path in sorted(package.rglob("*.py"))
+        if path != package / "model" / "anomalies.py"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names
+    ]
+    assert found == []
+
+
+def test_a_member_name_spells_its_value_and_has_a_docstring() -> None:
+    source = (ROOT / "analyzer" / "model" / "anomalies.py").read_text()
+    for member in AnomalyName:
+        assert member.name == member.value.replace(".", "_").replace("-", "_").upper()
+        assert re.search(rf'^    {member.name} = "{re.escape(member.value)}"\n    """[^\n]+"""$', source, re.M), member
 
 
 def test_ids_and_slugs_are_unique_and_in_range() -> None:

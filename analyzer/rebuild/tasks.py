@@ -23,6 +23,7 @@ from typing import Any
 
 from ..model import (
     Anomaly,
+    AnomalyName,
     CancelInfo,
     CancelMechanism,
     EntryKind,
@@ -124,7 +125,7 @@ def notification_cancel(session: SessionState, event: MessageEvent, sender: Side
         f"{sender} sent notifications/cancelled for {task.method} id {target!r}, which runs as task {task_id!r} "
         f"({task.status}): a task is cancelled with tasks/cancel"
     )
-    return session.anomaly(event, "cancel.task-by-notification", what, target, task.method, requester=sender)
+    return session.anomaly(event, AnomalyName.CANCEL_TASK_BY_NOTIFICATION, what, target, task.method, requester=sender)
 
 
 # -- the creating request's timeline -----------------------------------------------------------
@@ -211,10 +212,10 @@ def _cancel_answered(
     whose = f"tasks/cancel for task {task_id!r} (of {task.method} id {task.request_id!r})"
     if task.status in FINAL and not _rejected(message):
         what = f"{whose}, already {task.status}, was answered {_answer(message)} instead of error {INVALID_PARAMS}"
-        yield session.anomaly(event, "task.cancel-final-not-rejected", what, task.request_id, task.method)
+        yield session.anomaly(event, AnomalyName.TASK_CANCEL_FINAL_NOT_REJECTED, what, task.request_id, task.method)
     elif task.status not in FINAL and message.kind is MessageKind.RESULT and status != "cancelled":
         what = f"{whose}, {task.status}, was answered {_answer(message)}, not with the task marked cancelled"
-        yield session.anomaly(event, "task.cancel-not-marked-cancelled", what, task.request_id, task.method)
+        yield session.anomaly(event, AnomalyName.TASK_CANCEL_NOT_MARKED_CANCELLED, what, task.request_id, task.method)
 
 
 def _status_seen(
@@ -224,7 +225,7 @@ def _status_seen(
         return
     if task.status == "cancelled":
         what = f"task {task_id!r} (of {task.method} id {task.request_id!r}) was cancelled, then reported {status!r}"
-        yield session.anomaly(event, "task.status-after-cancel", what, task.request_id, task.method)
+        yield session.anomaly(event, AnomalyName.TASK_STATUS_AFTER_CANCEL, what, task.request_id, task.method)
         return  # once said; the task stays cancelled for what follows
     task.status = status
     if status in FINAL:
