@@ -115,6 +115,23 @@ def test_user_rules_load_and_bad_ones_name_file_and_key(tmp_path: Path) -> None:
         load_catalog([bad])
 
 
+def test_a_user_rule_naming_an_unknown_anomaly_is_a_load_error(tmp_path: Path) -> None:
+    """A misspelt name would load and never fire; the error names the file and a close name."""
+    name = "ACME105-acme-cancel-unknown-request.toml"
+    source = next((ROOT / "rules").glob("CW105-*.toml")).read_text()
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    text = source.replace('id = "CW105"', 'id = "ACME105"').replace('slug = "', 'slug = "acme-', 1)
+    (folder / name).write_text(text.replace('"cancel.unknown-request"', '"cancel.unknwn-request"'))
+    assert _load_error(folder) == (
+        f"{folder / name}: [when].on.anomaly: unknown anomaly name 'cancel.unknwn-request'; "
+        "did you mean 'cancel.unknown-request'? a rule can name only the anomalies cancelwire emits, "
+        "which its built-in rules (rules/*.toml) name"
+    )
+    (folder / name).write_text(text.replace('"cancel.unknown-request"', '"acme.thing"'))
+    assert _load_error(folder).startswith(f"{folder / name}: [when].on.anomaly: unknown anomaly name 'acme.thing'; a ")
+
+
 def test_user_rules_may_not_take_the_builtin_prefix(tmp_path: Path) -> None:
     folder = tmp_path / "mine"
     folder.mkdir()

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from ..model import (
     Anomaly,
+    AnomalyName,
     CancelledCall,
     Certainty,
     EntryKind,
@@ -58,7 +59,7 @@ class Engine:
         self._timeline_rules = [(r, _starts_from(r)) for r in self.rules if r.condition.shape != "anomaly"]
         self._candidates: dict[frozenset[EntryKind], list[Rule]] = {}
         """Timeline rules worth evaluating, by the kinds of entry a timeline has (few distinct sets)."""
-        self._by_anomaly: dict[str, list[Rule]] = {}
+        self._by_anomaly: dict[AnomalyName, list[Rule]] = {}
         for rule in self.rules:
             for name in rule.condition.anomalies:
                 self._by_anomaly.setdefault(name, []).append(rule)

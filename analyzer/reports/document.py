@@ -17,6 +17,7 @@ from ..ci.gates import Triage
 from ..ci.verdict import verdict
 from ..judge.catalog import load_catalog
 from ..judge.fingerprint import FindingPrints
+from ..judge.rule import Rule
 from ..model import Finding, Session, jsonrpc
 from ..model.forms import cancellation, display_filter, listed_json, origin_dict, time_text
 from ..run.results import AuditResult, HowMade
@@ -160,7 +161,7 @@ def _unreported(result: AuditResult) -> list[str]:
     """Problems the readers named that no selected rule reports, in the words of the rule that would."""
     if not result.unruled_anomalies:
         return []
-    reporting = {
+    reporting: dict[str, Rule] = {
         name: rule for rule in load_catalog(Path(d) for d in result.made.rule_dirs) for name in rule.condition.anomalies
     }
     notes = []
