@@ -16,6 +16,17 @@ from .anomalies import AnomalyName
 EXCERPT_CHARS = 400
 _ABSENT: Any = object()
 """A member that is not there (a JSON `null` is there, as None)."""
+INVALID_PARAMS = -32602
+"""JSON-RPC's "Invalid params" error code; `tasks/cancel` for a task already final is answered with it (TSK-2)."""
+
+
+def error_status(code: int | str) -> str:
+    """What a task entry says of an error answer (`TimelineEntry.status`): `error -32602`."""
+    return f"error {code}"
+
+
+CANCEL_REJECTED = error_status(INVALID_PARAMS)
+"""The status of a `tasks/cancel` answered INVALID_PARAMS: the task was already final."""
 
 
 @dataclass(frozen=True, slots=True)

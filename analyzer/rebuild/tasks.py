@@ -35,12 +35,12 @@ from ..model import (
     Side,
     TimelineEntry,
 )
+from ..model.jsonrpc import INVALID_PARAMS, error_status
 from . import holds
 from .entrylog import message_entry
 from .pending import MAX_TASKS, PendingRequest, SessionState, SessionTasks, TaskState
 
 FINAL = frozenset({"completed", "failed", "cancelled"})
-INVALID_PARAMS = -32602
 #: What the answer to each `tasks/*` request is on the creating request's timeline.
 _ANSWER_KINDS = {
     "tasks/cancel": EntryKind.CANCEL_ANSWER,
@@ -171,7 +171,7 @@ def _on_call(
     if message.kind is MessageKind.ERROR:
         # an error from tasks/result is the request's error, no result: said of the task like a status
         kind = EntryKind.TASK_STATUS if kind is EntryKind.TASK_RESULT else kind
-        status: str | None = f"error {_code(message)}"
+        status: str | None = error_status(_code(message))
     elif kind is EntryKind.TASK_RESULT:
         # a result with nothing but `_meta` (the Python SDK's for a cancelled task) delivers nothing
         delivered = any(key != "_meta" for key in message.payload)
