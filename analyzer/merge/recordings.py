@@ -200,7 +200,7 @@ def _merge_pair(rec_x: Recording, x: _Session, rec_y: Recording, y: _Session) ->
     if found.clock is None:
         problems.append(_unaligned(evidence))
     events, facts = _weave(evidence, anchors, problems)
-    lost = sum(1 for p in problems if p.name == AnomalyName.MERGE_MESSAGE_LOST)
+    lost = sum(1 for p in problems if p.name is AnomalyName.MERGE_MESSAGE_LOST)
     summary = MergeSummary(
         session_key=key,
         recordings=(
@@ -209,8 +209,8 @@ def _merge_pair(rec_x: Recording, x: _Session, rec_y: Recording, y: _Session) ->
         ),
         clock=found.clock,
         lost=lost,
-        unrecorded=sum(1 for p in problems if p.name == AnomalyName.MERGE_MESSAGE_UNRECORDED),
-        abandoned=len({p.request_id for p in problems if p.name == AnomalyName.MERGE_CANCEL_NEVER_SENT}),
+        unrecorded=sum(1 for p in problems if p.name is AnomalyName.MERGE_MESSAGE_UNRECORDED),
+        abandoned=len({p.request_id for p in problems if p.name is AnomalyName.MERGE_CANCEL_NEVER_SENT}),
     )
     return events, summary
 
