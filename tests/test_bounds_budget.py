@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from cancelwire.model import Anomaly, MessageEvent, Vantage
+from cancelwire.model import Anomaly, AnomalyName, MessageEvent, Vantage
 from cancelwire.readers.capture import bodies as capture_bodies
-from cancelwire.readers.capture.bodies import BUDGET_EXCEEDED, Bodies
+from cancelwire.readers.capture.bodies import Bodies
 from cancelwire.readers.capture.sessions import Exchange, Sessions
 from cancelwire.readers.http.sse import SseParser
 
@@ -64,8 +64,8 @@ def test_json_bodies_within_budget_per_connection_and_overall() -> None:
         bodies.response_body_end(ex)
     assert bodies.held == 0
     assert _events(bodies) == [
-        (BUDGET_EXCEEDED, 4),
-        (BUDGET_EXCEEDED, 1),
+        (AnomalyName.CAPTURE_RESPONSE_BUDGET_EXCEEDED, 4),
+        (AnomalyName.CAPTURE_RESPONSE_BUDGET_EXCEEDED, 1),
         ("message", 2),
         ("message", 3),
     ]
@@ -91,7 +91,7 @@ def test_an_sse_event_over_budget_is_dropped_and_the_next_one_read() -> None:
     bodies.partial(first)
     bodies.partial(second)
     assert bodies.held == 0
-    assert _events(bodies) == [(BUDGET_EXCEEDED, 2), ("message", 9), ("message", 1)]
+    assert _events(bodies) == [(AnomalyName.CAPTURE_RESPONSE_BUDGET_EXCEEDED, 2), ("message", 9), ("message", 1)]
 
 
 @pytest.mark.usefixtures("small_budget")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
@@ -13,26 +14,39 @@ import pytest
 from cancelwire.errors import CancelwireError, RuleFileError
 from cancelwire.judge.catalog import load_catalog
 from cancelwire.judge.catalog_text import explain_text
-from cancelwire.model import revisions
+from cancelwire.model import AnomalyName, revisions
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = load_catalog()
-_PREFIXES = "input|jsonrpc|cancel|progress|task|reconstruct|capture|har|http2?|sse|stdio|merge"
-ANOMALY = re.compile(rf'"((?:{_PREFIXES})\.[a-z0-9-]+)"')
-
-
-def _emitted_names() -> set[str]:
-    names: set[str] = set()
-    for path in (ROOT / "analyzer").rglob("*.py"):
-        names |= set(ANOMALY.findall(path.read_text()))
-    return names
 
 
 def test_every_anomaly_the_code_emits_has_a_rule_and_every_rule_name_is_emitted() -> None:
-    ruled = {name for rule in RULES for name in rule.condition.anomalies}
-    emitted = _emitted_names()
-    assert sorted(emitted - ruled) == []
-    assert sorted(ruled - emitted) == []
+    ruled = {str(name) for rule in RULES for name in rule.condition.anomalies}
+    named = {m.value for m in AnomalyName}
+    assert sorted(named - ruled) == []
+    assert sorted(ruled - named) == []
+
+
+def test_anomaly_names_are_written_only_as_members() -> None:
+    """No string literal in the code spells an anomaly name: the code names one as `AnomalyName.X`,
+    so a name cannot drift from the closed set (or escape this test under a new prefix)."""
+    names = {m.value for m in AnomalyName}
+    package = ROOT / "analyzer"
+    found = [
+        f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}"
+        for path in sorted(package.rglob("*.py"))
+        if path != package / "model" / "anomalies.py"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names
+    ]
+    assert found == []
+
+
+def test_a_member_name_spells_its_value_and_has_a_docstring() -> None:
+    source = (ROOT / "analyzer" / "model" / "anomalies.py").read_text()
+    for member in AnomalyName:
+        assert member.name == member.value.replace(".", "_").replace("-", "_").upper()
+        assert re.search(rf'^    {member.name} = "{re.escape(member.value)}"\n    """[^\n]+"""$', source, re.M), member
 
 
 def test_ids_and_slugs_are_unique_and_in_range() -> None:
@@ -99,6 +113,23 @@ def test_user_rules_load_and_bad_ones_name_file_and_key(tmp_path: Path) -> None:
     expected = r"ACME101-acme-late-answer.toml: \[when\].then.event: unknown value .respnse."
     with pytest.raises(RuleFileError, match=expected):
         load_catalog([bad])
+
+
+def test_a_user_rule_naming_an_unknown_anomaly_is_a_load_error(tmp_path: Path) -> None:
+    """A misspelt name would load and never fire; the error names the file and a close name."""
+    name = "ACME105-acme-cancel-unknown-request.toml"
+    source = next((ROOT / "rules").glob("CW105-*.toml")).read_text()
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    text = source.replace('id = "CW105"', 'id = "ACME105"').replace('slug = "', 'slug = "acme-', 1)
+    (folder / name).write_text(text.replace('"cancel.unknown-request"', '"cancel.unknwn-request"'))
+    assert _load_error(folder) == (
+        f"{folder / name}: [when].on.anomaly: unknown anomaly name 'cancel.unknwn-request'; "
+        "did you mean 'cancel.unknown-request'? a rule can name only the anomalies cancelwire emits, "
+        "which its built-in rules (rules/*.toml) name"
+    )
+    (folder / name).write_text(text.replace('"cancel.unknown-request"', '"acme.thing"'))
+    assert _load_error(folder).startswith(f"{folder / name}: [when].on.anomaly: unknown anomaly name 'acme.thing'; a ")
 
 
 def test_user_rules_may_not_take_the_builtin_prefix(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ a format spec such as `{method:999999999}` would cost gigabytes each time a find
 
 from __future__ import annotations
 
+import difflib
 import re
 import string
 from collections.abc import Iterable, Mapping
@@ -19,6 +20,7 @@ from typing import Any, TypeVar
 from ..errors import RuleFileError
 from ..model import (
     REVISIONS,
+    AnomalyName,
     CancelMechanism,
     EntryKind,
     Level,
@@ -62,6 +64,7 @@ DOC_KEYS = ("what", "why", "example", "fix")
 WHERE_KEYS = ("method", "tool_effect", "vantage", "transport", "outcome", "stream")
 TOOL_EFFECTS = ("read-only", "side-effecting", "unknown", "none")
 E = TypeVar("E", bound=StrEnum)
+_ANOMALY_NAMES = [name.value for name in AnomalyName]
 
 
 def load_catalog(extra_dirs: Iterable[Path] = ()) -> tuple[Rule, ...]:
@@ -267,7 +270,7 @@ def _condition(ctx: _Ctx, when: Mapping[str, Any]) -> Condition:
             names = on["anomaly"] if isinstance(on["anomaly"], list) else [on["anomaly"]]
             if not names or not all(isinstance(n, str) and n for n in names):
                 raise ctx.fail("[when].on.anomaly", "needs an anomaly name or a list of names")
-            return Condition(Shape.ANOMALY, anomalies=frozenset(names))
+            return Condition(Shape.ANOMALY, anomalies=frozenset(_anomaly(ctx, n) for n in names))
         return Condition(Shape.EVENT, on=_selector(ctx, on, "[when].on"))
     if keys == {"after", "then"}:
         timing = ctx.member(when["timing"], Timing, "[when].timing") if "timing" in when else None
@@ -285,6 +288,19 @@ def _condition(ctx: _Ctx, when: Mapping[str, Any]) -> Condition:
             within=float(within) if within is not None else None,
         )
     raise ctx.fail("[when]", "needs exactly one of: on; after + then (+ timing); after + never")
+
+
+def _anomaly(ctx: _Ctx, name: str) -> AnomalyName:
+    """The anomaly NAME names: a rule that names one the code never emits would never fire."""
+    if name in _ANOMALY_NAMES:
+        return AnomalyName(name)
+    close = difflib.get_close_matches(name[:100], _ANOMALY_NAMES, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise ctx.fail(
+        "[when].on.anomaly",
+        f"unknown anomaly name {shown(name)}; {hint}a rule can name only the anomalies cancelwire emits, "
+        "which its built-in rules (rules/*.toml) name",
+    )
 
 
 def _selector(ctx: _Ctx, raw: Any, where: str) -> Selector:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from ..model import (
     Anomaly,
+    AnomalyName,
     CancelledCall,
     Certainty,
     EntryKind,
@@ -25,7 +26,7 @@ from ..model import (
     TimelineEntry,
     Transport,
 )
-from .rule import Condition, Rule, Selector, Where
+from .rule import Condition, Firing, Party, Rule, Selector, Shape, StreamRelation, Timing, Where
 
 MAX_EVIDENCE = 8
 MAX_OPEN_GROUPS = 10_000
@@ -55,10 +56,10 @@ class _Group:
 class Engine:
     def __init__(self, rules: Iterable[Rule]) -> None:
         self.rules = tuple(rules)
-        self._timeline_rules = [(r, _starts_from(r)) for r in self.rules if r.condition.shape != "anomaly"]
+        self._timeline_rules = [(r, _starts_from(r)) for r in self.rules if r.condition.shape is not Shape.ANOMALY]
         self._candidates: dict[frozenset[EntryKind], list[Rule]] = {}
         """Timeline rules worth evaluating, by the kinds of entry a timeline has (few distinct sets)."""
-        self._by_anomaly: dict[str, list[Rule]] = {}
+        self._by_anomaly: dict[AnomalyName, list[Rule]] = {}
         for rule in self.rules:
             for name in rule.condition.anomalies:
                 self._by_anomaly.setdefault(name, []).append(rule)
@@ -115,9 +116,9 @@ class Engine:
 
     @staticmethod
     def _group_key(rule: Rule, anomaly: Anomaly) -> tuple[str, ...]:
-        if rule.firing == "once-per-input":
+        if rule.firing is Firing.ONCE_PER_INPUT:
             return (rule.id, anomaly.origin.source)
-        if rule.firing == "once-per-session":
+        if rule.firing is Firing.ONCE_PER_SESSION:
             return (rule.id, anomaly.session_key or anomaly.origin.source)
         if anomaly.request_id is not None:
             side = anomaly.requester.value if anomaly.requester else ""
@@ -179,7 +180,11 @@ class Engine:
             blind = self._not_judged(timeline)
             candidates = [rule for rule in candidates if rule.id not in blind]
         for rule in candidates:
-            if rule.condition.shape == "absence" and rule.condition.within is None and not timeline.ended_by_recording:
+            if (
+                rule.condition.shape is Shape.ABSENCE
+                and rule.condition.within is None
+                and not timeline.ended_by_recording
+            ):
                 continue
             matched = self._match(rule, timeline, cancelled)
             if matched is None:
@@ -217,12 +222,12 @@ class Engine:
         self, rule: Rule, tl: RequestTimeline, cancelled: CancelledCall | None
     ) -> tuple[TimelineEntry | None, list[TimelineEntry]] | None:
         cond = rule.condition
-        if cond.shape == "event":
+        if cond.shape is Shape.EVENT:
             assert cond.on is not None
             hits = [e for e in tl.entries if _selects(cond.on, tl, e, cancelled)]
             return (None, hits) if hits else None
         assert cond.after is not None
-        if cond.shape == "pair":
+        if cond.shape is Shape.PAIR:
             assert cond.then is not None
             anchor = next((e for e in tl.entries if _anchors(cond.after, tl, e, cancelled)), None)
             if anchor is None:
@@ -339,9 +344,9 @@ def _selects(sel: Selector, tl: RequestTimeline, entry: TimelineEntry, cancelled
     is_the_cancel = tl.cancel is not None and entry.seq == tl.cancel.entry.seq
     if entry.kind not in sel.events and not (is_the_cancel and EntryKind.CANCEL in sel.events):
         return False
-    if sel.side == "requester" and entry.side is not tl.requester:
+    if sel.side is Party.REQUESTER and entry.side is not tl.requester:
         return False
-    if sel.side == "receiver" and entry.side is not tl.requester.other:
+    if sel.side is Party.RECEIVER and entry.side is not tl.requester.other:
         return False
     if (
         is_the_cancel
@@ -364,18 +369,18 @@ def _where(w: Where, tl: RequestTimeline, entry: TimelineEntry, cancelled: Cance
         return False
     if w.outcome is not None and (cancelled is None or cancelled.outcome not in w.outcome):
         return False
-    if w.stream == "same" and entry.stream != tl.stream:
+    if w.stream is StreamRelation.SAME and entry.stream != tl.stream:
         return False
-    return not (w.stream == "other" and entry.stream == tl.stream)
+    return not (w.stream is StreamRelation.OTHER and entry.stream == tl.stream)
 
 
-def _timed(timing: str | None, tl: RequestTimeline, anchor: TimelineEntry, entry: TimelineEntry) -> bool:
+def _timed(timing: Timing | None, tl: RequestTimeline, anchor: TimelineEntry, entry: TimelineEntry) -> bool:
     """`late`: surely after the anchor reached its receiver; `crossing`: may have passed it in flight."""
     if timing is None:
         return True
     is_cancel = tl.cancel is not None and anchor.seq == tl.cancel.entry.seq
     relation = entry.relation if is_cancel else Relation.AFTER
-    return relation is (Relation.AFTER if timing == "late" else Relation.CROSSING)
+    return relation is (Relation.AFTER if timing is Timing.LATE else Relation.CROSSING)
 
 
 def _render(

@@ -10,7 +10,18 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from ..model import REVISIONS, CancelMechanism, EntryKind, Level, Outcome, Revision, Severity, Transport, Vantage
+from ..model import (
+    REVISIONS,
+    AnomalyName,
+    CancelMechanism,
+    EntryKind,
+    Level,
+    Outcome,
+    Revision,
+    Severity,
+    Transport,
+    Vantage,
+)
 
 LEVEL_ORDER = {Level.MAY: 0, Level.SHOULD: 1, Level.MUST: 2}
 
@@ -86,7 +97,7 @@ class Selector:
 @dataclass(frozen=True, slots=True)
 class Condition:
     shape: Shape
-    anomalies: frozenset[str] = frozenset()
+    anomalies: frozenset[AnomalyName] = frozenset()
     on: Selector | None = None
     after: Selector | None = None
     then: Selector | None = None

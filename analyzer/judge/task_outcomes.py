@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model import EntryKind, Outcome, Relation, RequestTimeline, TimelineEntry
+from ..model.jsonrpc import CANCEL_REJECTED, INVALID_PARAMS
 from ..model.revisions import facts
 
 #: Task statuses that say the work ran to its end.
@@ -45,10 +46,10 @@ def late(timeline: RequestTimeline) -> Late | None:
         return None
     after = [e for e in timeline.entries if e.seq > cancel.entry.seq and e.relation is not Relation.BEFORE]
     answer = next((e for e in after if e.kind is EntryKind.CANCEL_ANSWER), None)
-    if answer is not None and answer.status == "error -32602":
+    if answer is not None and answer.status == CANCEL_REJECTED:
         why = (
-            "tasks/cancel was answered -32602: the task was already final when the receiver read the cancel, "
-            "so its result raced the cancel; the canceller must discard it"
+            f"tasks/cancel was answered {INVALID_PARAMS}: the task was already final when the receiver read the "
+            "cancel, so its result raced the cancel; the canceller must discard it"
         )
         return Late(Outcome.LATE_RESULT_DISCARDED, answer, why)
     done = next((e for e in after if _finished(e)), None)

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..model import (
     Anomaly,
+    AnomalyName,
     Direction,
     Event,
     MessageEvent,
@@ -120,10 +121,10 @@ def _missing(
     here, there = names
     what = _describe(event)
     if lost:
-        name = "merge.message-lost"
+        name = AnomalyName.MERGE_MESSAGE_LOST
         detail = f"{what} is in {here} but never reached {there} (lost on the way, or never sent)"
     else:
-        name = "merge.message-unrecorded"
+        name = AnomalyName.MERGE_MESSAGE_UNRECORDED
         detail = (
             f"{what} is in {here} but not in {there}, which stands nearer its sender "
             f"(that recording misses it, or {here}'s side made it itself)"
@@ -329,7 +330,7 @@ def _never_sent(
         ts=at,
         origin=gave_up.origin,
         session_key=ev.key,
-        name="merge.cancel-never-sent",
+        name=AnomalyName.MERGE_CANCEL_NEVER_SENT,
         detail=detail,
         request_id=request_id,
         method=method,

@@ -26,6 +26,7 @@ import orjson
 
 from ..model import (
     Anomaly,
+    AnomalyName,
     Direction,
     Event,
     MessageEvent,
@@ -198,7 +199,7 @@ def _merge_pair(rec_x: Recording, x: _Session, rec_y: Recording, y: _Session) ->
     if found.clock is None:
         problems.append(_unaligned(evidence))
     events, facts = _weave(evidence, anchors, problems)
-    lost = sum(1 for p in problems if p.name == "merge.message-lost")
+    lost = sum(1 for p in problems if p.name is AnomalyName.MERGE_MESSAGE_LOST)
     summary = MergeSummary(
         session_key=key,
         recordings=(
@@ -207,8 +208,8 @@ def _merge_pair(rec_x: Recording, x: _Session, rec_y: Recording, y: _Session) ->
         ),
         clock=found.clock,
         lost=lost,
-        unrecorded=sum(1 for p in problems if p.name == "merge.message-unrecorded"),
-        abandoned=len({p.request_id for p in problems if p.name == "merge.cancel-never-sent"}),
+        unrecorded=sum(1 for p in problems if p.name is AnomalyName.MERGE_MESSAGE_UNRECORDED),
+        abandoned=len({p.request_id for p in problems if p.name is AnomalyName.MERGE_CANCEL_NEVER_SENT}),
     )
     return events, summary
 
@@ -344,7 +345,7 @@ def _unaligned(evidence: Evidence) -> Anomaly:
         None,
         evidence.primary_origin(),
         evidence.key,
-        "merge.clock-unaligned",
+        AnomalyName.MERGE_CLOCK_UNALIGNED,
         f"no request and reply seen by both {evidence.primary_name} and {evidence.secondary_name} bound the "
         "clock offset from both sides: the recordings are merged by message order only",
     )
@@ -359,7 +360,7 @@ def _ambiguous(first: Recording, second: Recording, sessions: list[_Session]) ->
         None,
         start.origin if start is not None else Origin(first.name),
         None,
-        "merge.sessions-ambiguous",
+        AnomalyName.MERGE_SESSIONS_AMBIGUOUS,
         f"{len(sessions)} session(s) of {first.name} ({names}{more}) hold only messages that more than "
         f"{MAX_FANOUT} sessions of {second.name} hold too: which of them is the same session cannot be told, "
         "so they are not merged and each is judged on its own",
@@ -372,7 +373,7 @@ def _no_common_session(first: Recording, second: Recording) -> Anomaly:
         None,
         next((e.origin for e in first.events), Origin(first.name)),
         None,
-        "merge.no-common-session",
+        AnomalyName.MERGE_NO_COMMON_SESSION,
         f"no session of {first.name} shares {MIN_SHARED} or more messages (and half its own) with one of "
         f"{second.name}: each is judged on its own",
     )

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 
 import orjson
 
-from ..model import Anomaly, Origin, RequestTimeline, Session
+from ..model import Anomaly, AnomalyName, Origin, RequestTimeline, Session
 
 MAX_REQUESTS = 32
 """Requests remembered per session (the earliest in the recording)."""
@@ -104,4 +104,4 @@ def _hint(a: Session, b: Session, count: int) -> Anomaly:
         f"{a.source} and {b.source} seem to record the same session ({count} of its first requests alike, "
         f"{b.key} against {a.key}): audit them together with --merge for one verdict from the best vantage"
     )
-    return Anomaly(0, a.first_ts, Origin(a.source), a.key, "merge.same-session", detail, revision=a.revision)
+    return Anomaly(0, a.first_ts, Origin(a.source), a.key, AnomalyName.MERGE_SAME_SESSION, detail, revision=a.revision)

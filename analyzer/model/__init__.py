@@ -6,7 +6,7 @@ classifies every cancelled call, and `report` renders an `AuditResult`.
 
 The records live by stage: `events` (what readers yield), `timelines` (what reconstruction hands
 on), `findings` (what rules and outcomes conclude), built by `records.record`; the closed sets live in
-`kinds`. Every stage imports them from here.
+`kinds` (the anomaly names in `anomalies`). Every stage imports them from here.
 
 Ordering is by `seq` (position in the source), never by `ts`: host logs can lack timestamps
 (go-sdk) or run backwards (Claude Desktop). Timestamps are float epoch seconds (UTC) or None.
@@ -14,6 +14,7 @@ Ordering is by `seq` (position in the source), never by `ts`: host logs can lack
 
 from __future__ import annotations
 
+from .anomalies import AnomalyName
 from .events import Anomaly, Event, Message, MessageEvent, Origin, SessionStart, TransportEvent
 from .findings import CancelledCall, Finding, Mark
 from .kinds import (
@@ -39,6 +40,7 @@ from .timelines import CancelInfo, RequestTimeline, Session, TimelineEntry
 __all__ = [
     "REVISIONS",
     "Anomaly",
+    "AnomalyName",
     "CancelInfo",
     "CancelMechanism",
     "CancelledCall",

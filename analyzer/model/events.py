@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .anomalies import AnomalyName
 from .kinds import Direction, EntryKind, MessageKind, Side, Transport, TransportKind, Vantage
 from .records import RequestId, Revision, record
 
@@ -145,7 +146,7 @@ class Anomaly:
     """Where the problem was seen."""
     session_key: str | None
     """Its session; None for problems of the input as a whole."""
-    name: str
+    name: AnomalyName
     """Stable dotted name, e.g. `input.non-json-line`; every name has a rule in `rules/`."""
     detail: str
     """What exactly is wrong, for the finding's message."""

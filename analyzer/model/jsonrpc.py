@@ -11,17 +11,29 @@ from typing import Any
 import orjson
 
 from . import Message, MessageKind
+from .anomalies import AnomalyName
 
 EXCERPT_CHARS = 400
 _ABSENT: Any = object()
 """A member that is not there (a JSON `null` is there, as None)."""
+INVALID_PARAMS = -32602
+"""JSON-RPC's "Invalid params" error code; `tasks/cancel` for a task already final is answered with it (TSK-2)."""
+
+
+def error_status(code: int | str) -> str:
+    """What a task entry says of an error answer (`TimelineEntry.status`): `error -32602`."""
+    return f"error {code}"
+
+
+CANCEL_REJECTED = error_status(INVALID_PARAMS)
+"""The status of a `tasks/cancel` answered INVALID_PARAMS: the task was already final."""
 
 
 @dataclass(frozen=True, slots=True)
 class Problem:
     """A message-level problem; becomes an `Anomaly` with this name."""
 
-    name: str
+    name: AnomalyName
     detail: str
 
 
@@ -39,9 +51,10 @@ def excerpt(text: str | bytes) -> str:
     return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + f"… ({len(text)} chars)"
 
 
-INEXACT = Problem("inexact", "an integer beyond 64 bits was read as a float")
+INEXACT = Problem(AnomalyName.JSONRPC_INVALID_MESSAGE, "an integer beyond 64 bits was read as a float")
 """An internal signal, never reported: orjson reads an integer beyond 64 bits as a float, so an id, a
-`requestId` or a `progressToken` that is one is read again, exactly, by the standard library."""
+`requestId` or a `progressToken` that is one is read again, exactly, by the standard library. (A `Problem`
+has a name; this one is read again before any problem is reported.)"""
 
 
 def decode_text(text: str | bytes) -> Decoded | None:
@@ -128,14 +141,16 @@ def _id_problem(msg_id: Any, exact: bool) -> Problem | None:
         return None
     if msg_id.__class__ is float and not exact:
         return INEXACT
-    return Problem("jsonrpc.invalid-message", f"id must be a string or an integer, got {msg_id!r:.60}")
+    return Problem(AnomalyName.JSONRPC_INVALID_MESSAGE, f"id must be a string or an integer, got {msg_id!r:.60}")
 
 
 def classify(value: Any, raw_excerpt: str, *, exact: bool = False) -> Decoded:
     """The messages in VALUE; EXACT when its integers are exact (a float id then is a float)."""
     if isinstance(value, list):
         if not value:
-            return Decoded((), (Problem("jsonrpc.empty-batch", "an empty JSON array is not a message"),), True)
+            return Decoded(
+                (), (Problem(AnomalyName.JSONRPC_EMPTY_BATCH, "an empty JSON array is not a message"),), True
+            )
         messages: list[Message] = []
         problems: list[Problem] = []
         for item in value:
@@ -157,10 +172,10 @@ def classify_one(  # noqa: C901 - once per message: a helper call for the float 
     """One JSON value (not a batch): the message it is, or the problem that keeps it from being one;
     `INEXACT` when an id or token is a float that may be an integer beyond 64 bits (not EXACT)."""
     if not isinstance(value, dict):
-        return Problem("jsonrpc.invalid-message", f"a JSON {type(value).__name__} is not a JSON-RPC message")
+        return Problem(AnomalyName.JSONRPC_INVALID_MESSAGE, f"a JSON {type(value).__name__} is not a JSON-RPC message")
     get = value.get  # one bound method: this runs once per message
     if get("jsonrpc") != "2.0":
-        return Problem("jsonrpc.invalid-message", 'missing or wrong "jsonrpc": "2.0" member')
+        return Problem(AnomalyName.JSONRPC_INVALID_MESSAGE, 'missing or wrong "jsonrpc": "2.0" member')
     msg_id = get("id", _ABSENT)
     id_class = msg_id.__class__
     if not (id_class is int or id_class is str or msg_id is None or msg_id is _ABSENT):
@@ -170,7 +185,7 @@ def classify_one(  # noqa: C901 - once per message: a helper call for the float 
     method = get("method")
     if method is not None:
         if not isinstance(method, str):
-            return Problem("jsonrpc.invalid-message", "method must be a string")
+            return Problem(AnomalyName.JSONRPC_INVALID_MESSAGE, "method must be a string")
         params = get("params")
         payload: Mapping[str, Any] = params if isinstance(params, dict) else {}
         if msg_id is _ABSENT:
@@ -186,15 +201,15 @@ def classify_one(  # noqa: C901 - once per message: a helper call for the float 
     result = get("result", _ABSENT)
     error = get("error", _ABSENT)
     if result is not _ABSENT and error is not _ABSENT:
-        return Problem("jsonrpc.result-and-error", "a response carries both result and error")
+        return Problem(AnomalyName.JSONRPC_RESULT_AND_ERROR, "a response carries both result and error")
     if result is _ABSENT and error is _ABSENT:
-        return Problem("jsonrpc.invalid-message", "neither a request (method) nor a response (result/error)")
+        return Problem(AnomalyName.JSONRPC_INVALID_MESSAGE, "neither a request (method) nor a response (result/error)")
     if msg_id is _ABSENT:
-        return Problem("jsonrpc.invalid-message", "a response without an id member")
+        return Problem(AnomalyName.JSONRPC_INVALID_MESSAGE, "a response without an id member")
     if result is not _ABSENT:
         return Message(
             MessageKind.RESULT, msg_id, None, result if isinstance(result, dict) else {}, raw_excerpt, msg_id is None
         )
     if not isinstance(error, dict) or not isinstance(error.get("code"), int):
-        return Problem("jsonrpc.invalid-message", "error must be an object with an integer code")
+        return Problem(AnomalyName.JSONRPC_INVALID_MESSAGE, "error must be an object with an integer code")
     return Message(MessageKind.ERROR, msg_id, None, error, raw_excerpt, msg_id is None)

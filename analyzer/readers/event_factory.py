@@ -13,6 +13,7 @@ from orjson import loads as _loads
 
 from ..model import (
     Anomaly,
+    AnomalyName,
     Direction,
     Event,
     Message,
@@ -28,10 +29,6 @@ from ..model.timestamps import plausible
 from .lines import DEFAULT_MAX_LINE_BYTES, RawLine
 
 _JSONRPC_MEMBER = re.compile(r'"jsonrpc"\s*:\s*"2\.0"')
-UNREAD_MESSAGE = "input.unrecognized-line"
-"""The anomaly for a line that holds a JSON-RPC message but is not a message line of its format."""
-IMPLAUSIBLE_TIME = "input.implausible-time"
-"""The anomaly for a line whose time cannot be a clock reading (see `timestamps`)."""
 
 
 def holds_jsonrpc(text: str) -> bool:
@@ -58,7 +55,7 @@ class EventFactory:
         line: int,
         ts: float | None,
         session_key: str | None,
-        name: str,
+        name: AnomalyName,
         detail: str,
         request_id: RequestId | None = None,
     ) -> Anomaly:
@@ -67,12 +64,16 @@ class EventFactory:
     def unread_message(self, line: int, session_key: str | None, text: str, why: str) -> Anomaly:
         """A line that holds a JSON-RPC message the reader could not take as one (a damaged prefix,
         or a program's own output): said, never dropped silently."""
-        return self.anomaly(line, None, session_key, UNREAD_MESSAGE, f"{why}; not read: {text[:80]!r}")
+        return self.anomaly(
+            line, None, session_key, AnomalyName.INPUT_UNRECOGNIZED_LINE, f"{why}; not read: {text[:80]!r}"
+        )
 
     def implausible_time(self, line: int, session_key: str | None, ts: float) -> Anomaly:
         shown = "not a date" if ts != ts else f"{ts:.17g} s since 1970"
         what = f"the line's time ({shown}) cannot be a clock reading (before 1970 or after 2106)"
-        return self.anomaly(line, None, session_key, IMPLAUSIBLE_TIME, what + "; its messages are kept without a time")
+        return self.anomaly(
+            line, None, session_key, AnomalyName.INPUT_IMPLAUSIBLE_TIME, what + "; its messages are kept without a time"
+        )
 
     def local_replies(
         self, line: int, ts: float | None, session_key: str, direction: Direction, messages: Sequence[Message]
@@ -109,7 +110,7 @@ class EventFactory:
                 raw.number,
                 None,
                 session_key,
-                "input.line-too-long",
+                AnomalyName.INPUT_LINE_TOO_LONG,
                 f"line of {raw.too_long} bytes skipped (limit {DEFAULT_MAX_LINE_BYTES} bytes)",
             )
 
@@ -130,7 +131,7 @@ class EventFactory:
                 raw.number,
                 ts,
                 session_key,
-                "input.invalid-utf8",
+                AnomalyName.INPUT_INVALID_UTF8,
                 f"invalid UTF-8 at byte {exc.start}; decoded with replacement characters",
             )
 
@@ -160,7 +161,7 @@ class EventFactory:
         session_key: str,
         direction: Direction,
         unterminated: bool = False,
-        not_json_name: str = "input.non-json-line",
+        not_json_name: AnomalyName = AnomalyName.INPUT_NON_JSON_LINE,
     ) -> Iterator[Event]:
         """Events for one JSON-RPC text: messages, or anomalies naming what is wrong. A `ts` that is no
         clock reading (NaN: a stamp that is not a date) is named and the messages keep no time."""
@@ -180,7 +181,7 @@ class EventFactory:
                     line,
                     ts,
                     session_key,
-                    "input.truncated-line",
+                    AnomalyName.INPUT_TRUNCATED_LINE,
                     f"last line has no newline and is not complete JSON (input cut?): {shown[:80]!r}",
                 )
             else:
@@ -191,7 +192,7 @@ class EventFactory:
                 line,
                 ts,
                 session_key,
-                "jsonrpc.batch",
+                AnomalyName.JSONRPC_BATCH,
                 f"a JSON array of {len(decoded.messages) + len(decoded.problems)} messages (a batch)",
             )
         for problem in decoded.problems:

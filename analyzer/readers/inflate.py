@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..errors import CancelwireError
+from ..model import AnomalyName
 
 GZIP_MAGIC = b"\x1f\x8b"
 PIECE = 16 * 1024
@@ -75,7 +76,7 @@ DEFAULT_LIMITS = InflateLimits()
 class InputProblem:
     """Why an input's bytes ended before the end of the file; becomes an `Anomaly`."""
 
-    name: str
+    name: AnomalyName
     detail: str
 
 
@@ -146,7 +147,7 @@ class Inflater:
             exc = again
         self._salvaged = b"".join(parts)
         return self._stop(
-            "input.compression-damaged",
+            AnomalyName.INPUT_COMPRESSION_DAMAGED,
             f"damaged gzip data at compressed byte {self._offset + at} ({exc}); "
             f"the {self.inflated + len(self._salvaged)} bytes inflated before it were read",
         )
@@ -158,7 +159,7 @@ class Inflater:
             return True
         if self._zlib is not None:
             self._stop(
-                "input.compression-damaged",
+                AnomalyName.INPUT_COMPRESSION_DAMAGED,
                 f"the gzip data is cut short after {self._offset} compressed bytes; "
                 f"the {self.inflated} bytes inflated before it were read",
             )
@@ -181,7 +182,7 @@ class Inflater:
             self._zlib = zlib.decompressobj(GZIP_WBITS)
             return
         self._stop(
-            "input.compression-damaged",
+            AnomalyName.INPUT_COMPRESSION_DAMAGED,
             f"bytes after the end of the gzip data at compressed byte {self._offset} are not gzip; "
             f"ignored after the {self.inflated} bytes inflated before them",
         )
@@ -191,20 +192,20 @@ class Inflater:
         if self.inflated + len(out) > limits.max_bytes:
             out = out[: limits.max_bytes - self.inflated]
             self._stop(
-                "input.inflate-limit",
+                AnomalyName.INPUT_INFLATE_LIMIT,
                 f"stopped after {limits.max_bytes} inflated bytes (the limit; raise it with --max-inflated)",
             )
         self.inflated += len(out)
         compressed = max(self._offset, 1)
         if self.inflated > limits.ratio_after and self.inflated > limits.max_ratio * compressed:
             self._stop(
-                "input.inflate-limit",
+                AnomalyName.INPUT_INFLATE_LIMIT,
                 f"stopped after {self.inflated} inflated bytes from {self._offset} compressed bytes: "
                 f"more than {limits.max_ratio:g}x (the limit; raise it with --max-inflate-ratio)",
             )
         return out
 
-    def _stop(self, name: str, detail: str) -> bytes:
+    def _stop(self, name: AnomalyName, detail: str) -> bytes:
         if self.problem is None:
             self.problem = InputProblem(name, detail)
         self._done = True

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from ..errors import InputError, SkippedInputError
+from ..model import AnomalyName
 from .inflate import DEFAULT_LIMITS, GZIP_MAGIC, ByteStream, InflateLimits, Inflater, InputProblem
 
 HEAD_BYTES = 64 * 1024
@@ -249,7 +250,8 @@ def _copy(src: InputStream, dst: BinaryIO, max_bytes: int) -> InputProblem | Non
         if copied + len(data) > max_bytes:
             dst.write(data[: max_bytes - copied])
             return InputProblem(
-                "input.inflate-limit", f"stopped after {max_bytes} bytes (the limit; raise it with --max-inflated)"
+                AnomalyName.INPUT_INFLATE_LIMIT,
+                f"stopped after {max_bytes} bytes (the limit; raise it with --max-inflated)",
             )
         dst.write(data)
         copied += len(data)

@@ -7,7 +7,17 @@ where the revision says it is one.
 
 from __future__ import annotations
 
-from ..model import Anomaly, CancelInfo, CancelMechanism, MessageEvent, Side, TimelineEntry, Transport, TransportEvent
+from ..model import (
+    Anomaly,
+    AnomalyName,
+    CancelInfo,
+    CancelMechanism,
+    MessageEvent,
+    Side,
+    TimelineEntry,
+    Transport,
+    TransportEvent,
+)
 from . import holds
 from .finished import FinishedRequests
 from .pending import PendingRequest, SessionState
@@ -26,12 +36,16 @@ def stray_cancel(
     if tomb is not None:
         gap = event.ts - tomb.ts if event.ts is not None and tomb.ts is not None else None
         what = f"{sender} cancelled id {target!r} ({tomb.method}) after it was answered"
-        return session.anomaly(event, "cancel.after-completion", what, target, tomb.method, gap, requester=sender)
+        return session.anomaly(
+            event, AnomalyName.CANCEL_AFTER_COMPLETION, what, target, tomb.method, gap, requester=sender
+        )
     if other is not None:
         what = f"{sender} cancelled id {target!r}, which is a request the {sender.other} sent"
-        return session.anomaly(event, "cancel.unknown-request", what, target, other.method, requester=sender.other)
+        return session.anomaly(
+            event, AnomalyName.CANCEL_UNKNOWN_REQUEST, what, target, other.method, requester=sender.other
+        )
     what = f"{sender} cancelled id {target!r}, never sent"
-    return session.anomaly(event, "cancel.unknown-request", what, target, requester=sender)
+    return session.anomaly(event, AnomalyName.CANCEL_UNKNOWN_REQUEST, what, target, requester=sender)
 
 
 def cancel_problems(session: SessionState, event: MessageEvent, sender: Side, own: PendingRequest) -> list[Anomaly]:
@@ -43,13 +57,17 @@ def cancel_problems(session: SessionState, event: MessageEvent, sender: Side, ow
     target, method, revision = own.request_id, own.method, facts.revision
     if sender is Side.SERVER and not facts.server_may_cancel:
         what = f"the server cancelled its own id {target!r}; in {revision} only the client cancels"
-        problems.append(session.anomaly(event, "cancel.unknown-request", what, target, method, requester=sender))
+        problems.append(
+            session.anomaly(event, AnomalyName.CANCEL_UNKNOWN_REQUEST, what, target, method, requester=sender)
+        )
     if session.start.transport is Transport.STREAMABLE_HTTP and not facts.http_notification_is_cancel:
         what = (
             f"notifications/cancelled POSTed for id {target!r}; in {revision} the client cancels by "
             "closing the request's SSE stream"
         )
-        problems.append(session.anomaly(event, "cancel.mechanism-mismatch", what, target, method, requester=sender))
+        problems.append(
+            session.anomaly(event, AnomalyName.CANCEL_MECHANISM_MISMATCH, what, target, method, requester=sender)
+        )
     return problems
 
 
@@ -85,6 +103,6 @@ def disconnect(
             f"notifications/cancelled; in {facts.revision} a disconnect is not a cancel"
         )
         return session.anomaly(
-            event, "cancel.mechanism-mismatch", what, item.request_id, item.method, requester=item.requester
+            event, AnomalyName.CANCEL_MECHANISM_MISMATCH, what, item.request_id, item.method, requester=item.requester
         )
     return None

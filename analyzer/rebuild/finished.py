@@ -15,7 +15,18 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from enum import StrEnum
 
-from ..model import Anomaly, CancelInfo, Certainty, EntryKind, MessageEvent, Relation, RequestId, Side, TimelineEntry
+from ..model import (
+    Anomaly,
+    AnomalyName,
+    CancelInfo,
+    Certainty,
+    EntryKind,
+    MessageEvent,
+    Relation,
+    RequestId,
+    Side,
+    TimelineEntry,
+)
 from .ordering import relate
 from .pending import PendingRequest, SessionState
 
@@ -116,19 +127,19 @@ class FinishedRequests:
         what = f"{sender} replied to id {request_id!r}: {why}"
         method = tomb.method if tomb else None
         return session.anomaly(
-            event, "jsonrpc.response-to-unknown-id", what, request_id, method, requester=sender.other
+            event, AnomalyName.JSONRPC_RESPONSE_TO_UNKNOWN_ID, what, request_id, method, requester=sender.other
         )
 
     def late_progress(self, session: SessionState, event: MessageEvent, token: str | int) -> Anomaly | None:
         """Progress whose token names no open request: late, or for an unknown token."""
         finished = self.token(session.key, token)
         if finished is None:
-            return session.anomaly(event, "progress.unknown-token", f"progress for unknown token {token!r}")
+            return session.anomaly(event, AnomalyName.PROGRESS_UNKNOWN_TOKEN, f"progress for unknown token {token!r}")
         method, state = finished
         if state is TokenState.QUIET:
             return None
         what = f"progress for token {token!r} after its {method} finished"
-        return session.anomaly(event, "progress.after-completion", what, method=method)
+        return session.anomaly(event, AnomalyName.PROGRESS_AFTER_COMPLETION, what, method=method)
 
     def _forgotten_anomaly(self, session: SessionState, last: TimelineEntry) -> Anomaly:
         return Anomaly(
@@ -136,7 +147,7 @@ class FinishedRequests:
             ts=last.ts,
             origin=last.origin,
             session_key=session.key,
-            name="reconstruct.tombstones-forgotten",
+            name=AnomalyName.RECONSTRUCT_TOMBSTONES_FORGOTTEN,
             detail=f"more than {self.limit} finished requests in this input; the oldest are forgotten, so a very "
             "late cancel, reply or progress for them reads as one for an unknown id",
             revision=session.revision,
@@ -177,7 +188,7 @@ def _reply_after_hold(
     )
     return session.anomaly(
         event,
-        "cancel.reply-after-hold",
+        AnomalyName.CANCEL_REPLY_AFTER_HOLD,
         what,
         request_id,
         tomb.method,

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..model import Anomaly, EntryKind, Side, TimelineEntry, TransportEvent, TransportKind, Vantage
+from ..model import Anomaly, AnomalyName, EntryKind, Side, TimelineEntry, TransportEvent, TransportKind, Vantage
 from .pending import PendingRequest, SessionState
 
-NOT_SENT = "cancel.not-sent-on-give-up"
 REQUESTER = {TransportKind.GAVE_UP_BY_CLIENT: Side.CLIENT, TransportKind.GAVE_UP_BY_SERVER: Side.SERVER}
 _OWN_LOG = {Side.CLIENT: Vantage.CLIENT, Side.SERVER: Vantage.SERVER}
 
@@ -64,7 +63,7 @@ def unsent_cancel(session: SessionState, item: PendingRequest, *, ended: bool) -
         ts=gave_up.ts,
         origin=gave_up.origin,
         session_key=session.start.session_key,
-        name=NOT_SENT,
+        name=AnomalyName.CANCEL_NOT_SENT_ON_GIVE_UP,
         detail=detail,
         request_id=item.request_id,
         method=item.method,

@@ -14,6 +14,7 @@ from typing import Any, TypeGuard
 
 from ..model import (
     Anomaly,
+    AnomalyName,
     CancelInfo,
     EntryKind,
     MessageEvent,
@@ -339,7 +340,7 @@ class SessionState:
     def anomaly(
         self,
         event: MessageEvent | TransportEvent,
-        name: str,
+        name: AnomalyName,
         detail: str,
         request_id: RequestId | None = None,
         method: str | None = None,

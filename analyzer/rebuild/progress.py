@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..model import Anomaly, EntryKind, Message, MessageEvent, Side
+from ..model import Anomaly, AnomalyName, EntryKind, Message, MessageEvent, Side
 from . import task_traffic
 from .entrylog import message_entry
 from .finished import FinishedRequests
@@ -35,7 +35,7 @@ def on_progress(
     token = payload.get("progressToken")
     if not valid_token(token):
         what = "progress without a valid progressToken"
-        emit(session.anomaly(event, "jsonrpc.invalid-message", what))
+        emit(session.anomaly(event, AnomalyName.JSONRPC_INVALID_MESSAGE, what))
         return
     key = session.tokens.get(token)
     item = session.open.get(key) if key else None
@@ -61,7 +61,7 @@ def on_progress(
             emit(
                 session.anomaly(
                     event,
-                    "progress.not-increasing",
+                    AnomalyName.PROGRESS_NOT_INCREASING,
                     f"progress went from {item.last_progress} to {value}",
                     item.request_id,
                     item.method,
@@ -83,9 +83,9 @@ def _not_a_number(
         what.append(f"{name} is {_describe(value)}")
     detail = "; ".join(what)
     if item is None:
-        return session.anomaly(event, "progress.not-a-number", detail)
+        return session.anomaly(event, AnomalyName.PROGRESS_NOT_A_NUMBER, detail)
     return session.anomaly(
-        event, "progress.not-a-number", detail, item.request_id, item.method, requester=item.requester
+        event, AnomalyName.PROGRESS_NOT_A_NUMBER, detail, item.request_id, item.method, requester=item.requester
     )
 
 

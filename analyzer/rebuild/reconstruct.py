@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from ..model import (
     Anomaly,
+    AnomalyName,
     CancelInfo,
     CancelMechanism,
     Direction,
@@ -223,7 +224,7 @@ class Reconstructor:
         request_id = message.id
         if message.null_id or request_id is None:
             what = f"{method} request with a null id"
-            self._out.append(session.anomaly(event, "jsonrpc.null-id", what, method=method))
+            self._out.append(session.anomaly(event, AnomalyName.JSONRPC_NULL_ID, what, method=method))
             return
         payload = message.payload
         declared = declared_revision_of(payload) or event.revision_hint
@@ -271,7 +272,9 @@ class Reconstructor:
         if previous is not None:
             what = f"{sender} reused id {request_id!r} while its {previous.method} was still unanswered"
             self._out.append(
-                session.anomaly(event, "jsonrpc.duplicate-in-flight-id", what, request_id, method, requester=sender)
+                session.anomaly(
+                    event, AnomalyName.JSONRPC_DUPLICATE_IN_FLIGHT_ID, what, request_id, method, requester=sender
+                )
             )
             self._finalise(session, previous, ended=False, judged=False)
             return
@@ -281,7 +284,9 @@ class Reconstructor:
         facts = session.facts_for(declared)
         if facts is None or facts.unique_ids_per_session:
             what = f"{sender} reused id {request_id!r} of an earlier {earlier.method}"
-            self._out.append(session.anomaly(event, "jsonrpc.id-reused", what, request_id, method, requester=sender))
+            self._out.append(
+                session.anomaly(event, AnomalyName.JSONRPC_ID_REUSED, what, request_id, method, requester=sender)
+            )
 
     def _overflow(self, session: SessionState, event: MessageEvent) -> None:
         """Too many open requests: judge the oldest cancelled one early, else flush the oldest unjudged."""
@@ -295,7 +300,7 @@ class Reconstructor:
         self._out.append(
             session.anomaly(
                 event,
-                "reconstruct.too-many-open-requests",
+                AnomalyName.RECONSTRUCT_TOO_MANY_OPEN_REQUESTS,
                 detail,
                 oldest.request_id,
                 oldest.method,
@@ -317,7 +322,9 @@ class Reconstructor:
     def _cancel(self, session: SessionState, event: MessageEvent, sender: Side, message: Message) -> None:
         target = message.payload.get("requestId")
         if not valid_token(target):
-            self._out.append(session.anomaly(event, "cancel.unknown-request", "cancel without a valid requestId"))
+            self._out.append(
+                session.anomaly(event, AnomalyName.CANCEL_UNKNOWN_REQUEST, "cancel without a valid requestId")
+            )
             return
         own = session.open.get((sender, target))
         if own is None:
@@ -344,7 +351,7 @@ class Reconstructor:
         kind = EntryKind.RESULT if message.kind is MessageKind.RESULT else EntryKind.ERROR_RESULT
         if message.null_id or message.id is None:
             if not _null_id_allowed(message, session.revision):
-                self._out.append(session.anomaly(event, "jsonrpc.null-id", f"{message.kind} with a null id"))
+                self._out.append(session.anomaly(event, AnomalyName.JSONRPC_NULL_ID, f"{message.kind} with a null id"))
             return
         item = session.open.get((sender.other, message.id))
         if item is None:

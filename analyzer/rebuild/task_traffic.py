@@ -30,7 +30,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import Anomaly, Message, MessageEvent, MessageKind, RequestId, Side, revisions
+from ..model import Anomaly, AnomalyName, Message, MessageEvent, MessageKind, RequestId, Side, revisions
 from .pending import Expected, PendingRequest, SessionState, TaskToken, TaskTraffic
 
 TAG = "io.modelcontextprotocol/related-task"
@@ -38,10 +38,6 @@ TAG = "io.modelcontextprotocol/related-task"
 NAMED_BY_PARAMS = frozenset({"tasks/get", "tasks/result", "tasks/cancel", "tasks/list"})
 #: Their results that should not carry the tag; the tasks/result result must.
 UNTAGGED_RESULTS = frozenset({"tasks/get", "tasks/cancel", "tasks/list"})
-
-MISSING = "task.related-task-missing"
-REDUNDANT = "task.related-task-redundant"
-MISMATCH = "task.related-task-mismatch"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +69,7 @@ def progress_owner(session: SessionState, event: MessageEvent, token: str | int)
         why = f"the task was over ({task.status})"
     what = f"progress for token {token!r} of task {owner.task_id!r} ({task.method} id {task.request_id!r}): {why}"
     return session.anomaly(
-        event, "progress.after-completion", what, task.request_id, task.method, requester=task.requester
+        event, AnomalyName.PROGRESS_AFTER_COMPLETION, what, task.request_id, task.method, requester=task.requester
     )
 
 
@@ -117,7 +113,7 @@ def on_request(
     fetching = _fetching_on_stream(session, event, sender)
     if fetching is not None:
         what = f"{method} id {request_id!r} on the stream of tasks/result for task {fetching!r} carries no {TAG} tag"
-        yield session.anomaly(event, MISSING, what, request_id, method, requester=sender)
+        yield session.anomaly(event, AnomalyName.TASK_RELATED_TASK_MISSING, what, request_id, method, requester=sender)
         traffic.expect(key, Expected(fetching, method, True, f"the reply to {method} id {request_id!r}"))
 
 
@@ -140,10 +136,14 @@ def on_reply(session: SessionState, event: MessageEvent, item: PendingRequest, m
     if tag is None or tag.task_id is None:
         lacks = "carries no" if tag is None else "carries a malformed"
         what = f"{expected.why} {lacks} {TAG} tag"
-        yield session.anomaly(event, MISSING, what, item.request_id, item.method, requester=item.requester)
+        yield session.anomaly(
+            event, AnomalyName.TASK_RELATED_TASK_MISSING, what, item.request_id, item.method, requester=item.requester
+        )
     elif tag.task_id != expected.task_id:
         what = f"{expected.why} is tagged for task {tag.task_id!r}"
-        yield session.anomaly(event, MISMATCH, what, item.request_id, item.method, requester=item.requester)
+        yield session.anomaly(
+            event, AnomalyName.TASK_RELATED_TASK_MISMATCH, what, item.request_id, item.method, requester=item.requester
+        )
 
 
 def on_status(session: SessionState, event: MessageEvent, params: Mapping[str, Any]) -> Iterator[Anomaly]:
@@ -168,10 +168,14 @@ def _unwanted(
     """A tag where the message already names its task: a contradiction when it names another."""
     if tag.task_id is not None and task_id is not None and tag.task_id != task_id:
         detail = f"{what} for task {task_id!r} is tagged for task {tag.task_id!r}"
-        return session.anomaly(event, MISMATCH, detail, request_id, method, requester=requester)
+        return session.anomaly(
+            event, AnomalyName.TASK_RELATED_TASK_MISMATCH, detail, request_id, method, requester=requester
+        )
     named = f" for task {task_id!r}" if task_id is not None else ""
     detail = f"{what}{named} carries an {TAG} tag, which its task id already makes redundant"
-    return session.anomaly(event, REDUNDANT, detail, request_id, method, requester=requester)
+    return session.anomaly(
+        event, AnomalyName.TASK_RELATED_TASK_REDUNDANT, detail, request_id, method, requester=requester
+    )
 
 
 def _fetching_on_stream(session: SessionState, event: MessageEvent, sender: Side) -> str | None:

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..model import (
     Anomaly,
+    AnomalyName,
     CancelInfo,
     CancelMechanism,
     EntryKind,
@@ -34,12 +35,12 @@ from ..model import (
     Side,
     TimelineEntry,
 )
+from ..model.jsonrpc import INVALID_PARAMS, error_status
 from . import holds
 from .entrylog import message_entry
 from .pending import MAX_TASKS, PendingRequest, SessionState, SessionTasks, TaskState
 
 FINAL = frozenset({"completed", "failed", "cancelled"})
-INVALID_PARAMS = -32602
 #: What the answer to each `tasks/*` request is on the creating request's timeline.
 _ANSWER_KINDS = {
     "tasks/cancel": EntryKind.CANCEL_ANSWER,
@@ -124,7 +125,7 @@ def notification_cancel(session: SessionState, event: MessageEvent, sender: Side
         f"{sender} sent notifications/cancelled for {task.method} id {target!r}, which runs as task {task_id!r} "
         f"({task.status}): a task is cancelled with tasks/cancel"
     )
-    return session.anomaly(event, "cancel.task-by-notification", what, target, task.method, requester=sender)
+    return session.anomaly(event, AnomalyName.CANCEL_TASK_BY_NOTIFICATION, what, target, task.method, requester=sender)
 
 
 # -- the creating request's timeline -----------------------------------------------------------
@@ -170,7 +171,7 @@ def _on_call(
     if message.kind is MessageKind.ERROR:
         # an error from tasks/result is the request's error, no result: said of the task like a status
         kind = EntryKind.TASK_STATUS if kind is EntryKind.TASK_RESULT else kind
-        status: str | None = f"error {_code(message)}"
+        status: str | None = error_status(_code(message))
     elif kind is EntryKind.TASK_RESULT:
         # a result with nothing but `_meta` (the Python SDK's for a cancelled task) delivers nothing
         delivered = any(key != "_meta" for key in message.payload)
@@ -211,10 +212,10 @@ def _cancel_answered(
     whose = f"tasks/cancel for task {task_id!r} (of {task.method} id {task.request_id!r})"
     if task.status in FINAL and not _rejected(message):
         what = f"{whose}, already {task.status}, was answered {_answer(message)} instead of error {INVALID_PARAMS}"
-        yield session.anomaly(event, "task.cancel-final-not-rejected", what, task.request_id, task.method)
+        yield session.anomaly(event, AnomalyName.TASK_CANCEL_FINAL_NOT_REJECTED, what, task.request_id, task.method)
     elif task.status not in FINAL and message.kind is MessageKind.RESULT and status != "cancelled":
         what = f"{whose}, {task.status}, was answered {_answer(message)}, not with the task marked cancelled"
-        yield session.anomaly(event, "task.cancel-not-marked-cancelled", what, task.request_id, task.method)
+        yield session.anomaly(event, AnomalyName.TASK_CANCEL_NOT_MARKED_CANCELLED, what, task.request_id, task.method)
 
 
 def _status_seen(
@@ -224,7 +225,7 @@ def _status_seen(
         return
     if task.status == "cancelled":
         what = f"task {task_id!r} (of {task.method} id {task.request_id!r}) was cancelled, then reported {status!r}"
-        yield session.anomaly(event, "task.status-after-cancel", what, task.request_id, task.method)
+        yield session.anomaly(event, AnomalyName.TASK_STATUS_AFTER_CANCEL, what, task.request_id, task.method)
         return  # once said; the task stays cancelled for what follows
     task.status = status
     if status in FINAL:

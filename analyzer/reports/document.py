@@ -15,6 +15,7 @@ from .._version import __version__
 from ..ci.gates import Triage
 from ..judge.catalog import load_catalog
 from ..judge.fingerprint import FindingPrints
+from ..judge.rule import Rule
 from ..model import Finding, Session, jsonrpc
 from ..model.forms import cancellation, display_filter, listed_json, origin_dict, time_text
 from ..run.results import AuditResult, HowMade
@@ -158,7 +159,7 @@ def _unreported(result: AuditResult) -> list[str]:
     """Problems the readers named that no selected rule reports, in the words of the rule that would."""
     if not result.unruled_anomalies:
         return []
-    reporting = {
+    reporting: dict[str, Rule] = {
         name: rule for rule in load_catalog(Path(d) for d in result.made.rule_dirs) for name in rule.condition.anomalies
     }
     notes = []

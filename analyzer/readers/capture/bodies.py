@@ -10,7 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...model import Anomaly, Direction, Message, MessageEvent, Origin, RequestId, Revision, Side, TransportKind
+from ...model import (
+    Anomaly,
+    AnomalyName,
+    Direction,
+    Message,
+    MessageEvent,
+    Origin,
+    RequestId,
+    Revision,
+    Side,
+    TransportKind,
+)
 from ...model.jsonrpc import decode_text
 from ..http.http1 import MAX_BODY_BYTES
 from ..http.sse import SseEvent
@@ -22,7 +33,6 @@ the largest read. HTTP/2 multiplexes up to 1000 streams, each with a body or eve
 session has this much in flight on one connection."""
 MAX_HELD_BYTES = 128 << 20
 """Response bytes held at once in the whole capture (over all its connections)."""
-BUDGET_EXCEEDED = "capture.response-budget-exceeded"
 
 
 class Bodies:
@@ -59,12 +69,12 @@ class Bodies:
         if decoded is None:
             shown = body[:120].decode("utf-8", "replace")
             detail = f"{ex.id}: {what} is not JSON: {shown!r}"
-            s.for_exchange(ex, _problem(ts, origin, "http.non-json-body", detail))
+            s.for_exchange(ex, _problem(ts, origin, AnomalyName.HTTP_NON_JSON_BODY, detail))
             return
         if decoded.batch:
             size = len(decoded.messages) + len(decoded.problems)
             detail = f"{ex.id}: {what} is a JSON array of {size} messages (a batch)"
-            s.for_exchange(ex, _problem(ts, origin, "jsonrpc.batch", detail))
+            s.for_exchange(ex, _problem(ts, origin, AnomalyName.JSONRPC_BATCH, detail))
         for problem in decoded.problems:
             s.for_exchange(ex, _problem(ts, origin, problem.name, f"{ex.id}: {problem.detail}"))
         for message in decoded.messages:
@@ -111,7 +121,9 @@ class Bodies:
             return
         if ex.body_size > MAX_BODY_BYTES:
             self._unread(
-                ex, "http.body-too-large", f"{ex.id}: response body of {ex.body_size} bytes; only {MAX_BODY_BYTES} read"
+                ex,
+                AnomalyName.HTTP_BODY_TOO_LARGE,
+                f"{ex.id}: response body of {ex.body_size} bytes; only {MAX_BODY_BYTES} read",
             )
         elif ex.body:
             self.json(ex, bytes(ex.body), Direction.S2C, "response body")
@@ -131,14 +143,14 @@ class Bodies:
             s = self.sessions
             s.anomaly(
                 ex.key,
-                "http.body-truncated",
+                AnomalyName.HTTP_BODY_TRUNCATED,
                 f"{detail}; the bytes that came are whole JSON and are read",
                 request_id=ex.request_id,
                 method=ex.request_method,
             )
             self.json(ex, body, Direction.S2C, "response body (cut)")
         else:
-            self._unread(ex, "http.body-truncated", f"{detail}; its JSON-RPC reply is lost")
+            self._unread(ex, AnomalyName.HTTP_BODY_TRUNCATED, f"{detail}; its JSON-RPC reply is lost")
 
     def _hold(self, ex: Exchange, size: int) -> str | None:
         """The exchange now holds `size` response bytes; or, when that passes the budget, nothing changes and
@@ -159,12 +171,12 @@ class Bodies:
     def _over_budget(self, ex: Exchange, what: str, passed: str) -> None:
         self._unread(
             ex,
-            BUDGET_EXCEEDED,
+            AnomalyName.CAPTURE_RESPONSE_BUDGET_EXCEEDED,
             f"{ex.id}: {what}: the responses held at once (other streams still open) would pass {passed}; "
             "its JSON-RPC messages are lost",
         )
 
-    def _unread(self, ex: Exchange, name: str, detail: str) -> None:
+    def _unread(self, ex: Exchange, name: AnomalyName, detail: str) -> None:
         """Name a response (or an SSE event of it) that is recorded but not read. It answers the exchange's
         request, if it carried one: reconstruction must not take that request's silence for no reply."""
         ts, origin, request_id, method = self.sessions.ts, self.sessions.origin(), ex.request_id, ex.request_method
@@ -202,9 +214,11 @@ class Bodies:
             f"{ex.id}: the SSE stream stopped inside an event at byte {partial.start} (a client discards it): {shown!r}"
         )
         if ex.request_id is not None and (not readable or (method is None and request_id == ex.request_id)):
-            self._unread(ex, "sse.partial-event", detail)  # it may be (or is) the reply to the stream's request
+            self._unread(
+                ex, AnomalyName.SSE_PARTIAL_EVENT, detail
+            )  # it may be (or is) the reply to the stream's request
         else:
-            self.sessions.anomaly(ex.key, "sse.partial-event", detail, request_id=request_id, method=method)
+            self.sessions.anomaly(ex.key, AnomalyName.SSE_PARTIAL_EVENT, detail, request_id=request_id, method=method)
 
     def _sse_event(self, ex: Exchange, event: SseEvent) -> None:
         s = self.sessions
@@ -214,7 +228,9 @@ class Bodies:
             if event.dropped:
                 return  # named when it was dropped
             self._unread(
-                ex, "sse.event-too-large", f"{ex.id}: an SSE event of {event.end - event.start} bytes was skipped"
+                ex,
+                AnomalyName.SSE_EVENT_TOO_LARGE,
+                f"{ex.id}: an SSE event of {event.end - event.start} bytes was skipped",
             )
             return
         if event.event == "endpoint":
@@ -240,7 +256,7 @@ def _put(table: dict[Any, int], key: Any, value: int) -> None:
         table.pop(key, None)
 
 
-def _problem(ts: float | None, origin: Origin, name: str, detail: str) -> Build:
+def _problem(ts: float | None, origin: Origin, name: AnomalyName, detail: str) -> Build:
     return lambda seq, key: Anomaly(seq, ts, origin, key, name, detail)
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
+from ...model import AnomalyName
 from ..http.http1 import Http1Connection, HttpEvent
 from ..http.http2 import Http2Connection
 from .bodies import Bodies
@@ -52,10 +53,10 @@ class Conn:
     """The exchange server bytes after a reset are charged to."""
     reset: bool = False
     """An RST ended the connection: later server bytes are only counted (SERVER_BYTES)."""
-    reported: set[tuple[str, bool]] = field(default_factory=set)
+    reported: set[tuple[AnomalyName, bool]] = field(default_factory=set)
     """(anomaly, from_client) said once per direction already: overlap conflicts, data after FIN."""
 
-    def first_time(self, name: str, from_client: bool) -> bool:
+    def first_time(self, name: AnomalyName, from_client: bool) -> bool:
         """True the first time `name` is reported for this direction of the connection."""
         if (name, from_client) in self.reported:
             return False

@@ -17,7 +17,7 @@ streams are exchanges); heads, bodies and ends take the same path. Bodies are re
 
 from __future__ import annotations
 
-from ...model import Direction, Message, TransportEvent, TransportKind
+from ...model import AnomalyName, Direction, Message, TransportEvent, TransportKind
 from ...model.jsonrpc import decode_text
 from ..http.http1 import (
     MAX_BODY_BYTES,
@@ -135,13 +135,13 @@ class HttpCapture:
             )
 
     def _gap(self, conn: Conn, from_client: bool, lost: int) -> None:
-        if not conn.first_time("capture.tcp-gap", from_client):
+        if not conn.first_time(AnomalyName.CAPTURE_TCP_GAP, from_client):
             return  # that direction is not read any more: later holes add nothing
         ex = conn.current()
         side = "client→server" if from_client else "server→client"
         self.sessions.anomaly(
             ex.key if ex else None,
-            "capture.tcp-gap",
+            AnomalyName.CAPTURE_TCP_GAP,
             f"tcp stream {conn.stream}: {lost} {side} bytes missing from the capture; "
             f"HTTP in that direction is not read further",
         )
@@ -192,13 +192,13 @@ class HttpCapture:
     def _conflict(self, conn: Conn, event: Conflict) -> None:
         """Overlapping segments disagree: the first bytes were kept (see `tcp`); say so, naming both
         (the first conflict per direction: a hostile capture could hold millions)."""
-        if not conn.first_time("capture.tcp-overlap-conflict", event.from_client):
+        if not conn.first_time(AnomalyName.CAPTURE_TCP_OVERLAP_CONFLICT, event.from_client):
             return
         ex = conn.current() or conn.last
         side = "client→server" if event.from_client else "server→client"
         self.sessions.anomaly(
             ex.key if ex else None,
-            "capture.tcp-overlap-conflict",
+            AnomalyName.CAPTURE_TCP_OVERLAP_CONFLICT,
             f"tcp stream {conn.stream}: a {side} segment overlaps {event.size} bytes already received in frame "
             f"{event.first_frame} with different bytes; the bytes of frame {event.first_frame} were kept "
             "(first wins, as in Zeek and Wireshark)",
@@ -206,13 +206,13 @@ class HttpCapture:
 
     def _after_fin(self, conn: Conn, event: AfterFin) -> None:
         """Payload after the sender's FIN is not part of its byte stream: said once per direction."""
-        if not conn.first_time("capture.data-after-fin", event.from_client):
+        if not conn.first_time(AnomalyName.CAPTURE_DATA_AFTER_FIN, event.from_client):
             return
         ex = conn.current() or conn.last
         who = "client" if event.from_client else "server"
         self.sessions.anomaly(
             ex.key if ex else None,
-            "capture.data-after-fin",
+            AnomalyName.CAPTURE_DATA_AFTER_FIN,
             f"tcp stream {conn.stream}: the {who} sent {event.size} payload bytes after its FIN; "
             "they are not read (a FIN ends the sender's byte stream)",
         )
@@ -233,7 +233,7 @@ class HttpCapture:
                 ex = conn.exchanges.get(event.exchange) if event.exchange is not None else None
                 who = "request" if event.from_client else "response"
                 detail = f"tcp stream {conn.stream}: {who} is not valid HTTP/1.1: {event.detail}"
-                self.sessions.anomaly(ex.key if ex else None, "http.parse-error", detail)
+                self.sessions.anomaly(ex.key if ex else None, AnomalyName.HTTP_PARSE_ERROR, detail)
                 continue
             if isinstance(event, RequestHead):
                 self._request_head(conn, event)
@@ -294,7 +294,7 @@ class HttpCapture:
                 s.resolve(ex, None)
             s.anomaly(
                 ex.key,
-                "http.body-too-large",
+                AnomalyName.HTTP_BODY_TOO_LARGE,
                 f"{ex.id}: request body of {event.body_size} bytes skipped (limit {MAX_BODY_BYTES}); "
                 "replies on this exchange are not judged either",
             )
@@ -327,7 +327,7 @@ class HttpCapture:
         if event.status >= 400 and ex.method == "POST":
             self.sessions.anomaly(
                 ex.key,
-                "http.error-status",
+                AnomalyName.HTTP_ERROR_STATUS,
                 f"{ex.id}: HTTP {event.status} {event.reason} to POST {ex.target}",
                 request_id=ex.request_id,
                 method=ex.request_method,

@@ -21,7 +21,7 @@ Unlike HTTP/1.1, a client reset does not end the exchange: the server's frames a
 
 from __future__ import annotations
 
-from ...model import TransportKind
+from ...model import AnomalyName, TransportKind
 from ..http.http1 import Headers, HttpEvent, ParseError, ResponseData, header
 from ..http.http2 import Http2Connection
 from ..http.http2_events import Flood, GoAway, H2Event, Joined, StreamError, StreamReset, WindowExhausted
@@ -122,11 +122,11 @@ class Http2Capture:
         at = f"tcp stream {conn.stream}: {side} HTTP/2"
         frame = self.sessions.frame
         if isinstance(event, ParseError):
-            name, detail = "http2.protocol-error", f"{at} is not valid at frame {frame}: {event.detail}"
+            name, detail = AnomalyName.HTTP2_PROTOCOL_ERROR, f"{at} is not valid at frame {frame}: {event.detail}"
         elif isinstance(event, Flood):
-            name, detail = "http2.flood", f"{at} flood at frame {frame}: {event.detail}"
+            name, detail = AnomalyName.HTTP2_FLOOD, f"{at} flood at frame {frame}: {event.detail}"
         else:
-            name, detail = "http2.stream-error", f"{at} stream error at frame {frame}: {event.detail}"
+            name, detail = AnomalyName.HTTP2_STREAM_ERROR, f"{at} stream error at frame {frame}: {event.detail}"
         stops = "" if isinstance(event, StreamError) else "; that direction is not read further"
         self.sessions.anomaly(ex.key if ex else None, name, detail + stops)
 
@@ -143,7 +143,7 @@ class Http2Capture:
         else:
             side = "client→server" if event.from_client else "server→client"
             detail = f"tcp stream {conn.stream}: {side} HTTP/2 at frame {frame}: {event.detail}"
-        self.sessions.anomaly(ex.key if ex else None, "http2.mid-connection", detail)
+        self.sessions.anomaly(ex.key if ex else None, AnomalyName.HTTP2_MID_CONNECTION, detail)
 
     def _reset(self, conn: Conn, event: StreamReset) -> None:
         ex = conn.exchanges.get(event.exchange)

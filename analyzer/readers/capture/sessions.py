@@ -30,6 +30,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from ...model import (
     Anomaly,
+    AnomalyName,
     Event,
     Message,
     Origin,
@@ -201,7 +202,7 @@ class Sessions:
     def anomaly(
         self,
         key: str | None,
-        name: str,
+        name: AnomalyName,
         detail: str,
         *,
         request_id: RequestId | None = None,
@@ -376,7 +377,7 @@ class Sessions:
 def _anomaly(
     ts: float | None,
     origin: Origin,
-    name: str,
+    name: AnomalyName,
     detail: str,
     request_id: RequestId | None,
     method: str | None,

@@ -27,9 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError, ToolMissingError
-from ...model import Event, Vantage
+from ...model import AnomalyName, Event, Vantage
 from ..base import InputSource, ReadOptions
-from ..event_factory import IMPLAUSIBLE_TIME
 from ..http.http2_joined import starts_with_frames
 from .conn import Conn, ConnKind
 from .over_http1 import HttpCapture, looks_http, looks_http_server
@@ -116,12 +115,12 @@ class CapturePass:
             if "cut short in the middle of a packet" in message:
                 self.sessions.anomaly(
                     None,
-                    "capture.truncated",
+                    AnomalyName.CAPTURE_TRUNCATED,
                     f"the capture ends in the middle of a packet after frame {self.sessions.frame}; "
                     f"everything before it was read ({message})",
                 )
             else:
-                self.sessions.anomaly(None, "capture.tshark-error", message)
+                self.sessions.anomaly(None, AnomalyName.CAPTURE_TSHARK_ERROR, message)
 
     # -- frames ------------------------------------------------------------------------------------
 
@@ -211,12 +210,14 @@ class CapturePass:
                 if self.options.keylog
                 else "no keylog file was given (--keylog SSLKEYLOGFILE)"
             )
-            self.sessions.anomaly(None, "capture.encrypted", f"TLS on tcp streams {streams} was skipped: {why}")
+            self.sessions.anomaly(
+                None, AnomalyName.CAPTURE_ENCRYPTED, f"TLS on tcp streams {streams} was skipped: {why}"
+            )
         if self.untimed is not None:
             count, first, shown = self.untimed
             self.sessions.anomaly(
                 None,
-                IMPLAUSIBLE_TIME,
+                AnomalyName.INPUT_IMPLAUSIBLE_TIME,
                 f"{count} frame(s) have a time that cannot be a clock reading (before 1970 or after 2106), the "
                 f"first frame {first} ({shown} s since 1970); their events are kept without a time",
                 frame=first,
@@ -226,13 +227,13 @@ class CapturePass:
             unread = "; no JSON-RPC message could be read" if self.http.bodies.messages == 0 else ""
             self.sessions.anomaly(
                 None,
-                "capture.snaplen-truncated",
+                AnomalyName.CAPTURE_SNAPLEN_TRUNCATED,
                 f"the capture was taken with a snaplen that cut TCP payloads: {count} frame(s), the first frame "
                 f"{first} with {captured} of its {length} payload bytes{unread}; capture again with -s 0",
                 frame=first,
             )
         elif self.http.bodies.messages == 0:
-            self.sessions.anomaly(None, "capture.no-mcp", self._no_mcp_detail())
+            self.sessions.anomaly(None, AnomalyName.CAPTURE_NO_MCP, self._no_mcp_detail())
 
     def _no_mcp_detail(self) -> str:
         if self.frames == 0:

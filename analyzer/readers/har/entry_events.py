@@ -14,6 +14,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ...model import (
     Anomaly,
+    AnomalyName,
     Direction,
     EntryKind,
     Event,
@@ -31,7 +32,7 @@ from ...model.jsonrpc import decode_text
 from ..http import delivery
 from ..http.sse import SseEvent, SseParser
 from .entry import HarExchange
-from .session_ids import SESSION_ID_CONFLICT, choose
+from .session_ids import choose
 
 Make = Callable[[int, str], Event]
 """Builds an event once its `seq` and session key are known."""
@@ -43,7 +44,6 @@ Timed = tuple[float, Make]
 _JSONRPC = re.compile(r'\A\s*[\[{].*?"jsonrpc"', re.S)
 _NO_BODY = (202, 204, 304)
 _LEGACY = re.compile(r"^event:\s*endpoint\s*$", re.M)
-REPLIES_ELSEWHERE = "har.replies-elsewhere"
 _SESSION_PARAMS = ("session_id", "sessionId")
 _MAX_QUERY = 4096
 _MAX_QUERY_VALUE = 200
@@ -93,25 +93,33 @@ def exchange_events(ex: HarExchange, origin: Origin, source: str) -> EntryEvents
     key = f"{source}#{session.session_id or _endpoint_session(ex) or ex.host or '?'}"
     if session.conflict is not None:
         what = f"{build.name}: {session.conflict}"
-        build.timed.append((ex.sent, build.anomaly(SESSION_ID_CONFLICT, what, ex.sent, request_id, method)))
+        build.timed.append(
+            (ex.sent, build.anomaly(AnomalyName.HAR_SESSION_ID_CONFLICT, what, ex.sent, request_id, method))
+        )
     if unrecorded:
         what = f"{build.name}: the response body is not in the HAR (content size {ex.response_size})"
         if first is not None:
             what += f"; the request {method} (id {request_id!r}) is left out, as its reply cannot be judged"
-        build.timed.append((ex.ended, build.anomaly("har.body-not-recorded", what, ex.ended, request_id, method)))
+        build.timed.append(
+            (ex.ended, build.anomaly(AnomalyName.HAR_BODY_NOT_RECORDED, what, ex.ended, request_id, method))
+        )
         return EntryEvents(key, build.timed, legacy=False)
     if ex.status >= 400 and ex.method == "POST":
         what = f"{build.name}: HTTP {ex.status} to POST {ex.url}"
-        build.timed.append((ex.first_byte, build.anomaly("http.error-status", what, ex.first_byte, request_id, method)))
+        build.timed.append(
+            (ex.first_byte, build.anomaly(AnomalyName.HTTP_ERROR_STATUS, what, ex.first_byte, request_id, method))
+        )
     legacy = first is not None and 200 <= ex.status < 300 and not response_rpc and not sse
     if legacy:  # the reply is not in this entry: 2024-11-05 answers on the GET stream (HTTP-3 forbids it later)
         what = f"{build.name}: {method} (id {request_id!r}) was POSTed and answered {ex.status} without its reply"
-        build.timed.append((ex.first_byte, build.anomaly(REPLIES_ELSEWHERE, what, ex.first_byte, request_id, method)))
+        build.timed.append(
+            (ex.first_byte, build.anomaly(AnomalyName.HAR_REPLIES_ELSEWHERE, what, ex.first_byte, request_id, method))
+        )
     elif ex.response_body and sse and 200 <= ex.status < 300 and _LEGACY.search(ex.response_body):
         legacy = True
         what = f"{build.name}: a legacy HTTP+SSE stream (an endpoint event): a HAR does not say when its events "
         what += "came, and they answer requests POSTed all along it, so its messages are not read"
-        build.timed.append((ex.first_byte, build.anomaly("har.entry-unreadable", what, ex.first_byte)))
+        build.timed.append((ex.first_byte, build.anomaly(AnomalyName.HAR_ENTRY_UNREADABLE, what, ex.first_byte)))
     elif ex.response_body and sse and 200 <= ex.status < 300:
         _stream(build, ex.response_body)
     elif (
@@ -179,7 +187,7 @@ def _stream(build: _Builder, body: str) -> None:
         shown = partial.raw[:200].decode("utf-8", "replace")
         what = f"{build.name}: the SSE body stops inside an event at byte {partial.start} (a client discards it)"
         what += f": {shown!r}"
-        build.timed.append((ex.ended, build.anomaly("sse.partial-event", what, ex.ended)))
+        build.timed.append((ex.ended, build.anomaly(AnomalyName.SSE_PARTIAL_EVENT, what, ex.ended)))
     if not ex.abandoned:
         build.transport(TransportKind.CLOSED_BY_SERVER, ex.ended, "the SSE response ended")
 
@@ -187,7 +195,7 @@ def _stream(build: _Builder, body: str) -> None:
 def _sse_event(build: _Builder, event: SseEvent, ts: float) -> None:
     if event.oversized:
         what = f"{build.name}: an SSE event of {event.end - event.start} bytes was skipped"
-        build.timed.append((ts, build.anomaly("sse.event-too-large", what, ts)))
+        build.timed.append((ts, build.anomaly(AnomalyName.SSE_EVENT_TOO_LARGE, what, ts)))
         return
     what = f"SSE event (id={event.id})" if event.id is not None else "SSE event"
     build.body(event.data or "", Direction.S2C, ts, what)
@@ -209,7 +217,7 @@ def _no_response(build: _Builder, request_id: RequestId | None, method: str | No
     why = ex.error or "no status and no error recorded"
     target = " ".join(filter(None, (ex.method, ex.url))) or "the request"
     what = f"{build.name}: {target} got no response ({why})"
-    return ex.ended, build.anomaly("har.request-failed", what, ex.ended, request_id, method)
+    return ex.ended, build.anomaly(AnomalyName.HAR_REQUEST_FAILED, what, ex.ended, request_id, method)
 
 
 class _Builder:
@@ -234,7 +242,12 @@ class _Builder:
         decoded = decode_text(text)
         if decoded is None:
             self.timed.append(
-                (ts, self.anomaly("http.non-json-body", f"{self.name}: {what} is not JSON: {text[:120]!r}", ts))
+                (
+                    ts,
+                    self.anomaly(
+                        AnomalyName.HTTP_NON_JSON_BODY, f"{self.name}: {what} is not JSON: {text[:120]!r}", ts
+                    ),
+                )
             )
             return []
         if decoded.batch:
@@ -243,7 +256,9 @@ class _Builder:
                 (
                     ts,
                     self.anomaly(
-                        "jsonrpc.batch", f"{self.name}: {what} is a JSON array of {size} messages (a batch)", ts
+                        AnomalyName.JSONRPC_BATCH,
+                        f"{self.name}: {what} is a JSON array of {size} messages (a batch)",
+                        ts,
                     ),
                 )
             )
@@ -265,7 +280,7 @@ class _Builder:
 
     def anomaly(
         self,
-        name: str,
+        name: AnomalyName,
         detail: str,
         ts: float,
         request_id: RequestId | None = None,

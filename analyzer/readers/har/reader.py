@@ -32,10 +32,10 @@ from typing import Any
 import orjson
 
 from ...errors import InputError
-from ...model import Anomaly, EntryKind, Event, Origin, SessionStart, Transport, Vantage
+from ...model import Anomaly, AnomalyName, EntryKind, Event, Origin, SessionStart, Transport, Vantage
 from ..base import ReadOptions
 from ..source import InputSource
-from ..text.hostlog import MAX_SESSIONS, TOO_MANY_SESSIONS
+from ..text.hostlog import MAX_SESSIONS
 from .entry import EntryProblem, HarExchange, parse
 from .entry_events import LEGACY_UNRECORDED, Make, exchange_events
 from .scan import HarSyntaxError, Part, Piece, Scanner
@@ -125,14 +125,16 @@ class HarEvents:
 
     def piece(self, piece: Piece) -> Iterator[Event]:
         if piece.data is None:
-            yield self.anomaly(piece.line, "har.entry-unreadable", f"entry {piece.index} skipped: {piece.problem}")
+            yield self.anomaly(
+                piece.line, AnomalyName.HAR_ENTRY_UNREADABLE, f"entry {piece.index} skipped: {piece.problem}"
+            )
             return
         try:
             value = _loads(piece.data)
         except orjson.JSONDecodeError as exc:
             where = f"byte {piece.offset + exc.pos}" if isinstance(exc.pos, int) else f"byte {piece.offset}"
             what = f"{piece.part.value} {piece.index} skipped: not JSON at {where}: {exc.msg}"
-            yield self.anomaly(piece.line, "har.entry-unreadable", what)
+            yield self.anomaly(piece.line, AnomalyName.HAR_ENTRY_UNREADABLE, what)
             return
         if piece.part is Part.CREATOR:
             name = value.get("name") if isinstance(value, dict) else None
@@ -141,7 +143,7 @@ class HarEvents:
         try:
             exchange = parse(value, piece.index, piece.line)
         except EntryProblem as exc:
-            yield self.anomaly(piece.line, "har.entry-unreadable", f"entry {piece.index} skipped: {exc}")
+            yield self.anomaly(piece.line, AnomalyName.HAR_ENTRY_UNREADABLE, f"entry {piece.index} skipped: {exc}")
             return
         origin = self.origin(exchange)
         entry = exchange_events(exchange, origin, self.source)
@@ -157,12 +159,14 @@ class HarEvents:
     def broken(self, exc: HarSyntaxError) -> Iterator[Event]:
         yield from self._drain()
         what = f"not JSON at line {exc.line}, byte {exc.offset}: {exc.what}; the entries after it are not read"
-        yield self.anomaly(exc.line, "har.invalid-json", what)
+        yield self.anomaly(exc.line, AnomalyName.HAR_INVALID_JSON, what)
 
     def finish(self, entries: int) -> Iterator[Event]:
         yield from self._drain()
         if self.mcp == 0:
-            yield self.anomaly(1, "har.no-mcp", f"none of the {entries} entries carries JSON-RPC or an Mcp-Session-Id")
+            yield self.anomaly(
+                1, AnomalyName.HAR_NO_MCP, f"none of the {entries} entries carries JSON-RPC or an Mcp-Session-Id"
+            )
 
     # -- ordering --------------------------------------------------------------------------------
 
@@ -186,7 +190,9 @@ class HarEvents:
         if key not in self._started:
             if len(self._started) >= MAX_SESSIONS:  # a HAR of a million Mcp-Session-Ids: bounded state
                 what = f"entry {item.index}: session {key} is past the first {MAX_SESSIONS} sessions of this input"
-                yield self.anomaly(item.origin.line or 1, TOO_MANY_SESSIONS, what + ": its messages are not read")
+                yield self.anomaly(
+                    item.origin.line or 1, AnomalyName.INPUT_TOO_MANY_SESSIONS, what + ": its messages are not read"
+                )
                 return
             self._started.add(key)
             self.seq += 1
@@ -205,7 +211,7 @@ class HarEvents:
         self.seq += 1
         yield item.make(self.seq, key)
 
-    def anomaly(self, line: int, name: str, detail: str) -> Anomaly:
+    def anomaly(self, line: int, name: AnomalyName, detail: str) -> Anomaly:
         self.seq += 1
         return Anomaly(self.seq, None, Origin(self.source, line=line), None, name, detail)
 

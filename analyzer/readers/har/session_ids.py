@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 from .entry import HarExchange
 
-SESSION_ID_CONFLICT = "har.session-id-conflict"
 _SHOWN = 4
 """Distinct values quoted in the detail (a hostile entry may carry a thousand)."""
 _SHOWN_CHARS = 80

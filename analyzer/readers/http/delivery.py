@@ -31,13 +31,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from ...model import Message, RequestId, Side
+from ...model import AnomalyName, Message, RequestId, Side
 from ...model.jsonrpc import decode_text
-
-REDIRECTED = "http.redirected"
-REFUSED = "http.error-status"
-CANCEL_NOT_DELIVERED = "http.cancel-not-delivered"
-UNPROCESSED = "http2.unprocessed"
 
 
 class Delivery(StrEnum):
@@ -106,7 +101,7 @@ def named(messages: Sequence[Message]) -> str:
 class Undelivered:
     """An anomaly a reader emits for messages that were not delivered."""
 
-    name: str
+    name: AnomalyName
     detail: str
     request_id: RequestId | None
     method: str | None
@@ -122,18 +117,32 @@ def undelivered(
     first = dropped[0]
     rid, method = (first.id, first.method) if first.method is not None else (None, None)
     if delivery is Delivery.REDIRECTED:
-        return [Undelivered(REDIRECTED, redirect_detail(where, status, target, location, dropped), rid, method, None)]
+        return [
+            Undelivered(
+                AnomalyName.HTTP_REDIRECTED,
+                redirect_detail(where, status, target, location, dropped),
+                rid,
+                method,
+                None,
+            )
+        ]
     said = []
     if delivery is Delivery.UNPROCESSED:
         detail = (
             f"{where}: the server's HTTP/2 GOAWAY says it never processed POST {target}: {named(dropped)} not "
             "delivered by it (a client may send it again on a new connection)"
         )
-        said.append(Undelivered(UNPROCESSED, detail, rid, method, None))
+        said.append(Undelivered(AnomalyName.HTTP2_UNPROCESSED, detail, rid, method, None))
     cancels = refused_cancels(dropped)
     answered_by = answer(delivery, status)
     said += [
-        Undelivered(CANCEL_NOT_DELIVERED, cancel_detail(where, answered_by, target, cid), cid, None, Side.CLIENT)
+        Undelivered(
+            AnomalyName.HTTP_CANCEL_NOT_DELIVERED,
+            cancel_detail(where, answered_by, target, cid),
+            cid,
+            None,
+            Side.CLIENT,
+        )
         for _, cid in cancels
     ]
     return said

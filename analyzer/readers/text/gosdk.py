@@ -19,10 +19,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from ...model import Event, Message, Side
+from ...model import AnomalyName, Event, Message, Side
 from ...model.jsonrpc import decode_text
 from ..base import InputSource, ReadOptions
-from ..event_factory import UNREAD_MESSAGE, holds_jsonrpc
+from ..event_factory import holds_jsonrpc
 from ..lines import RawLine, peek_lines, source_lines
 from .hostlog import (
     LogSessions,
@@ -55,7 +55,7 @@ class GoSdkReader:
         sessions = LogSessions(source, self.name, options, vantage_of(side), timestamps=False)
         if assumed:
             sessions.note = (
-                "input.side-assumed",
+                AnomalyName.INPUT_SIDE_ASSUMED,
                 "no message in the first lines shows which side wrote this log; "
                 "assumed the client (override with --vantage server)",
             )
@@ -73,7 +73,7 @@ class GoSdkReader:
                         raw.number,
                         None,
                         sessions.key(None),
-                        UNREAD_MESSAGE,
+                        AnomalyName.INPUT_UNRECOGNIZED_LINE,
                         "LoggingTransport could not marshal a message; the line holds no message",
                     )
                 elif holds_jsonrpc(text):

@@ -6,7 +6,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from ...model import Anomaly, Direction, Event, Message, MessageKind, SessionStart, Side, Transport, Vantage
+from ...model import (
+    Anomaly,
+    AnomalyName,
+    Direction,
+    Event,
+    Message,
+    MessageKind,
+    SessionStart,
+    Side,
+    Transport,
+    Vantage,
+)
 from ...model.jsonrpc import decode_text
 from ...model.timestamps import plausible
 from ..base import ReadOptions
@@ -57,12 +68,11 @@ MAX_SESSIONS = 10_000
 """Sessions read per input (restarts included). A host runs a few dozen servers a day; past this, a log
 of a million server names or restarts would hold a million sessions' state, so the messages of every
 later session are left out, each line named (`input.too-many-sessions`, CW932)."""
-TOO_MANY_SESSIONS = "input.too-many-sessions"
 
 
 def too_many_sessions(factory: EventFactory, line: int, key: str) -> Anomaly:
     what = f"session {key} is past the first {MAX_SESSIONS} sessions of this input: its messages are not read"
-    return factory.anomaly(line, None, key, TOO_MANY_SESSIONS, what)
+    return factory.anomaly(line, None, key, AnomalyName.INPUT_TOO_MANY_SESSIONS, what)
 
 
 def sender_by_shape(message: Message) -> Side | None:
@@ -163,7 +173,7 @@ class LogSessions:
         """Sessions begun so far (restarts included)."""
         self.refused = False
         """The last `begin` refused its session (past `MAX_SESSIONS`)."""
-        self.note: tuple[str, str] | None = None
+        self.note: tuple[AnomalyName, str] | None = None
         """An anomaly (name, detail) the first message read carries, once (`input.side-assumed`)."""
 
     def key(self, group: str | None) -> str:

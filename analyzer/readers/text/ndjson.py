@@ -41,7 +41,7 @@ from typing import Any
 
 import orjson
 
-from ...model import Anomaly, Direction, Event, Message, MessageKind, RequestId, Side, Vantage
+from ...model import Anomaly, AnomalyName, Direction, Event, Message, MessageKind, RequestId, Side, Vantage
 from ...model.jsonrpc import classify_text, decode_text
 from ...model.transcript_format import HEADER_KEY
 from ..base import InputSource, ReadOptions
@@ -154,7 +154,7 @@ def _side_assumed(factory: EventFactory, line: int, ts: float | None, key: str) 
         line,
         ts,
         key,
-        "input.side-assumed",
+        AnomalyName.INPUT_SIDE_ASSUMED,
         'no record in the first lines shows which side wrote the "send" records; '
         "assumed the client (override with --vantage server)",
     )
@@ -166,7 +166,7 @@ def _direction_unknown(factory: EventFactory, line: int, ts: float | None, key: 
         line,
         ts,
         key,
-        "input.direction-unknown",
+        AnomalyName.INPUT_DIRECTION_UNKNOWN,
         f"cannot tell who sent this {first.kind.value} {what}",
         request_id=first.id,
     )
