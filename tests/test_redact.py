@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 import pytest
 from cancelwire.reports.document import build
+from cancelwire.reports.formats import FORMATS as ALL_FORMATS
 from cancelwire.run import redact
 from cancelwire.run.pipeline import AuditOptions, audit
 from test_reports import ROOT, SAMPLES
@@ -98,7 +99,8 @@ def payload_strings() -> set[str]:
     return {s for s in found - keys if len(s.strip()) >= MIN_CHARS and s not in ours}
 
 
-FORMATS = ("text", "json", "md", "html", "sarif", "junit", "github")
+FORMATS = tuple(ALL_FORMATS)  # every entry of the table: a new format is checked here without a change
+assert FORMATS[0] == "text"  # written with -o, the others with --report
 
 
 def _outputs(tmp_path: Path, *flags: str) -> dict[str, str]:
