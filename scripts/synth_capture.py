@@ -11,6 +11,7 @@ connection) and HTTP/1.1 text. Checksums are left zero (tshark does not check th
     .venv/bin/python scripts/synth_capture.py h1-bodies OUT CONNECTIONS MIB
     .venv/bin/python scripts/synth_capture.py h2-goaway OUT
     .venv/bin/python scripts/synth_capture.py h2-goaway-processed OUT
+    .venv/bin/python scripts/synth_capture.py h1-sse-event OUT --event TYPE
 
 `h2-bodies`: one connection, STREAMS tools/call POSTs answered `200 application/json`, their bodies of MIB
 MiB each sent round-robin in 16 KiB DATA frames (all in flight at once); with `--end` each body ends as
@@ -22,6 +23,10 @@ id 2 on stream 3 and its notifications/cancelled on stream 5; the server answers
 (RFC 9113 6.8: streams 3 and 5 never processed) and closes; the client sends the tools/call again on a
 second connection and gets its result. `h2-goaway-processed`, the nearest miss: the same up to the GOAWAY,
 whose last_stream=5 says both were processed (the server closes with them open), and no re-send.
+`h1-sse-event` (a HAND-WRITTEN server: no SDK server names its events): Streamable HTTP over HTTP/1.1,
+2025-11-25; initialize answered as JSON with a session id, then tools/call id 2 answered as a chunked
+`text/event-stream` whose one event, of type TYPE (`--event debug`; `message` for the nearest miss), holds
+the call's result, and which then ends; the client then cancels id 2 on a second connection (202).
 """
 
 from __future__ import annotations
@@ -172,6 +177,40 @@ def h1_bodies(out: Path, connections: int, mib: float) -> None:
     cap.close()
 
 
+def h1_sse_event(out: Path, event: str) -> None:
+    cap = Pcapng(out)
+    calls, cancels = Tcp(cap, 40000), Tcp(cap, 40001)
+    session = "3f1c0b5e9d2a4c7e8f60a1b2c3d4e5f6"
+
+    def post(tcp: Tcp, message: dict[str, object], sid: str | None) -> None:
+        body = json.dumps(message).encode()
+        head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.2:8000\r\nContent-Type: application/json\r\n"
+        head += "Accept: application/json, text/event-stream\r\n"
+        if sid is not None:
+            head += f"Mcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-11-25\r\n"
+        tcp.send(True, f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "synth", "version": "1"}}
+    post(calls, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}, None)
+    info = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "synth"}}
+    result = json.dumps({"jsonrpc": "2.0", "id": 1, "result": info}).encode()
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: {session}\r\n"
+    calls.send(False, f"{head}Content-Length: {len(result)}\r\n\r\n".encode() + result)
+    params = {"name": "export", "arguments": {}}
+    post(calls, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}, session)
+    calls.send(False, b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+    answer = json.dumps({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "done"}]}})
+    block = f"event: {event}\ndata: {answer}\n\n".encode()
+    calls.send(False, f"{len(block):x}\r\n".encode() + block + b"\r\n0\r\n\r\n")
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2, "reason": "slow"}}
+    post(cancels, cancel, session)
+    cancels.send(False, b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+    for tcp in (cancels, calls):
+        tcp.fin(True)
+        tcp.fin(False)
+    cap.close()
+
+
 class H2Pair:
     """A client and a server `h2` connection over one `Tcp`, their frames written as they go."""
 
@@ -237,13 +276,17 @@ def h2_goaway(out: Path, last_stream: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("kind", choices=["h2-bodies", "h2-sse", "h1-bodies", "h2-goaway", "h2-goaway-processed"])
+    kinds = ["h2-bodies", "h2-sse", "h1-bodies", "h2-goaway", "h2-goaway-processed", "h1-sse-event"]
+    ap.add_argument("kind", choices=kinds)
     ap.add_argument("out", type=Path)
     ap.add_argument("count", type=int, nargs="?", default=0)
     ap.add_argument("mib", type=float, nargs="?", default=0.0)
     ap.add_argument("--end", action="store_true")
+    ap.add_argument("--event", default="debug", help="h1-sse-event: the SSE event type of the result")
     args = ap.parse_args()
-    if args.kind.startswith("h2-goaway"):
+    if args.kind == "h1-sse-event":
+        h1_sse_event(args.out, args.event)
+    elif args.kind.startswith("h2-goaway"):
         h2_goaway(args.out, 5 if args.kind == "h2-goaway-processed" else 1)
     elif args.kind.startswith("h2-"):
         media = "text/event-stream" if args.kind == "h2-sse" else "application/json"

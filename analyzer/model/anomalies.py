@@ -134,6 +134,8 @@ class AnomalyName(StrEnum):
     """An SSE event cut off when its stream ended (FIN, RST or end of capture) (CW206)."""
     SSE_EVENT_TOO_LARGE = "sse.event-too-large"
     """An SSE event over the reader's size limit, skipped while streaming past (CW910)."""
+    SSE_EVENT_NOT_DISPATCHED = "sse.event-not-dispatched"
+    """Data in an SSE event of a type MCP clients never dispatch (not `message`): no client read it (CW209)."""
 
     # capture.*: packet captures and tshark
     CAPTURE_TRUNCATED = "capture.truncated"

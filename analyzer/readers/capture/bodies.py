@@ -24,7 +24,7 @@ from ...model import (
 )
 from ...model.jsonrpc import decode_text
 from ..http.http1 import MAX_BODY_BYTES
-from ..http.sse import SseEvent
+from ..http.sse import DISPATCHED, SseEvent
 from .sessions import Build, Exchange, Sessions, WaitsFor
 
 MAX_HELD_PER_CONNECTION = 32 << 20
@@ -235,6 +235,9 @@ class Bodies:
             return
         if event.event == "endpoint":
             return  # legacy HTTP+SSE setup: where to POST; no message
+        if event.event != DISPATCHED and event.data is not None and event.data.strip():
+            self._undispatched(ex, event)
+            return
         if event.data is None or not event.data.strip():
             parts = [
                 f"id={event.id}" if event.id is not None else "",
@@ -246,6 +249,15 @@ class Bodies:
             return
         what = f"SSE event (id={event.id})" if event.id is not None else "SSE event"
         self.json(ex, event.data.encode(), Direction.S2C, what)
+
+    def _undispatched(self, ex: Exchange, event: SseEvent) -> None:
+        """The server wrote data in an event no client reads: bytes on the stream, no message (named, with
+        the request its data would have answered)."""
+        s = self.sessions
+        s.transport(ex, TransportKind.SERVER_BYTES, f"SSE event of type {event.event!r}")
+        detail, request_id, method = event.undispatched(ex.id)
+        ts, origin, name = s.ts, s.origin(), AnomalyName.SSE_EVENT_NOT_DISPATCHED
+        s.for_exchange(ex, lambda seq, key: Anomaly(seq, ts, origin, key, name, detail, request_id, method))
 
 
 def _put(table: dict[Any, int], key: Any, value: int) -> None:

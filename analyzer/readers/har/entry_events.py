@@ -30,7 +30,7 @@ from ...model import (
 )
 from ...model.jsonrpc import decode_text
 from ..http import delivery
-from ..http.sse import SseEvent, SseParser
+from ..http.sse import DISPATCHED, SseEvent, SseParser
 from .entry import HarExchange
 from .session_ids import choose
 
@@ -196,6 +196,10 @@ def _sse_event(build: _Builder, event: SseEvent, ts: float) -> None:
     if event.oversized:
         what = f"{build.name}: an SSE event of {event.end - event.start} bytes was skipped"
         build.timed.append((ts, build.anomaly(AnomalyName.SSE_EVENT_TOO_LARGE, what, ts)))
+        return
+    if event.event != DISPATCHED:
+        detail, request_id, method = event.undispatched(build.name)
+        build.timed.append((ts, build.anomaly(AnomalyName.SSE_EVENT_NOT_DISPATCHED, detail, ts, request_id, method)))
         return
     what = f"SSE event (id={event.id})" if event.id is not None else "SSE event"
     build.body(event.data or "", Direction.S2C, ts, what)

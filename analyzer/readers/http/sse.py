@@ -25,9 +25,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...model import RequestId
+from ...model.jsonrpc import decode_text
+
 BOM = b"\xef\xbb\xbf"
 DEFAULT_MAX_EVENT_BYTES = 16 << 20
 _SEPARATORS = (b"\r", b"\n")
+
+
+DISPATCHED = "message"
+"""The one event type MCP clients read: the SDKs' clients take the data of `message` events (and unnamed
+ones, which are `message`) and drop every other type, as `EventSource.onmessage` does."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +64,15 @@ class SseEvent:
     dropped: bool = False
     """Oversized because its content was forgotten on the caller's memory budget (`drop_pending`), which
     named it then, whatever its size."""
+
+    def undispatched(self, where: str) -> tuple[str, RequestId | None, str | None]:
+        """What to say of this event's data when its type is not `DISPATCHED`, and the id and method of
+        the first message it holds (the request a result there would have answered)."""
+        decoded = decode_text(self.data or "")
+        first = decoded.messages[0] if decoded is not None and decoded.messages else None
+        shown = (self.data or "")[:200]
+        detail = f"{where}: an SSE event of type {self.event!r} carries data no MCP client reads: {shown!r}"
+        return detail, first.id if first else None, first.method if first else None
 
 
 @dataclass(slots=True)
