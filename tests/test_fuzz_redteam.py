@@ -11,6 +11,7 @@ import io
 import json
 import math
 import re
+import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -245,3 +246,71 @@ def test_a_har_of_more_sessions_than_the_cap_reads_the_first_and_names_the_rest(
         "its messages are not read"
         for n in (MAX_SESSIONS, MAX_SESSIONS + 1)
     ]
+
+
+# -- text that other programs act on: GitHub runner commands, SARIF links and placeholders -------
+
+#: Pieces a hostile peer puts in a method, tool name, cancel reason, error message or stderr line.
+RUNNER_VOCABULARY = [
+    "##[add-mask]secret",
+    "##[stop-commands]tok",
+    "##[error]forged",
+    "##[set-output name=x]y",
+    "::error::forged",
+    "\xa0::warning::x",
+    "[click](https://evil)",
+    "{0}",
+    "}{",
+    "\\[",
+    "#",
+    "[",
+    "::",
+]
+#: In a SARIF message.text: an escape pair, a doubled brace, or a lone special character (a failure).
+_SARIF_TOKEN = re.compile(r"\\.|\{\{|\}\}|(?P<bare>[\[\]{}])")
+
+
+def _runner_recording(pieces: list[str]) -> str:
+    name = "".join(pieces)
+    messages = [
+        ("c2s", {"id": 1, "method": "tools/list"}),
+        ("s2c", {"id": 1, "result": {"tools": [{"name": name, "inputSchema": {"type": "object"}}]}}),
+        ("c2s", {"id": 2, "method": "tools/call", "params": {"name": name, "arguments": {}}}),
+        ("c2s", {"method": "notifications/cancelled", "params": {"requestId": 2, "reason": name}}),
+        ("s2c", {"id": 2, "error": {"code": -32000, "message": name}}),
+        ("c2s", {"id": 3, "method": name}),
+        ("c2s", {"method": "notifications/cancelled", "params": {"requestId": 3}}),
+        ("s2c", {"id": 3, "result": {}}),
+    ]
+    lines = [
+        json.dumps({"ts": 1_700_000_000 + n, "dir": d, "line": json.dumps({"jsonrpc": "2.0", **m})})
+        for n, (d, m) in enumerate(messages)
+    ]
+    lines.append(json.dumps({"ts": 1_700_000_009, "dir": "stderr", "line": name}))
+    return "\n".join(lines) + "\n"
+
+
+@fuzz_settings(30)
+@given(
+    pieces=st.lists(st.sampled_from(RUNNER_VOCABULARY) | st.text(max_size=4), min_size=1, max_size=6),
+    fmt=st.sampled_from(["text", "github", "sarif", "json", "md", "junit"]),
+)
+def test_recorded_runner_commands_and_sarif_syntax_stay_inert(pieces: list[str], fmt: str) -> None:
+    """No line of stdout or stderr holds a raw `##[` or starts (after white space) with `::name::` other
+    than our own annotations; no SARIF message holds a bare `[`, `]`, `{` or `}` from the recording."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "run.jsonl"
+        path.write_text(_runner_recording(pieces), encoding="utf-8")
+        run = run_cli(["audit", str(path), "--format", fmt, "--color", "never", "--verbose"])
+    assert run.status in (0, 1, 2), run
+    for line in (run.stdout + run.stderr).splitlines():
+        assert "##[" not in line, line
+        if fmt != "github":
+            assert not re.match(r"\s*::[^:]*::", line), line
+    if fmt == "github":
+        assert all(line.startswith("::") for line in run.stdout.splitlines()), run.stdout
+    if fmt == "sarif" and run.stdout:
+        for result in json.loads(run.stdout)["runs"][0]["results"]:
+            text = result["message"]["text"]
+            recorded = text[: text.rindex(" [")]  # the ` [certainty]` is ours
+            assert not [m for m in _SARIF_TOKEN.finditer(recorded) if m.group("bare")], text

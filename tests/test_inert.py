@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import unicodedata
 
 import pytest
+from cancelwire.support import inert
 from cancelwire.support.inert import UNSAFE_RANGES, csv_cell, markdown, terminal
 
 
@@ -91,3 +93,47 @@ def test_markdown_cannot_ping_link_embed_or_restructure(recorded: str, shown: st
 )
 def test_csv_cells_cannot_start_a_formula_nor_hide_text(cell: str, written: str) -> None:
     assert csv_cell(cell) == written
+
+
+@pytest.mark.parametrize(
+    ("recorded", "shown"),
+    [
+        ("##[add-mask]secret", "#\\x23[add-mask]secret"),
+        ("x ##[error]forged ##[set-output name=a]b", "x #\\x23[error]forged #\\x23[set-output name=a]b"),
+        ("###[x]", "##\\x23[x]"),
+        ("##[##[", "#\\x23[#\\x23["),
+        ("::error::forged.jsonl", ":\\x3aerror::forged.jsonl"),
+        ("  \xa0\u3000::warning title=t::x", "  \xa0\u3000:\\x3awarning title=t::x"),
+        ("\n::error::x", "\\n::error::x"),  # no longer at a line start: left
+        ("::1", "::1"),  # no second `::`: no command, left (an IPv6 address reads as it is)
+        ("a ::error::b", "a ::error::b"),
+        ("# [x] #[y] ## [z]", "# [x] #[y] ## [z]"),
+    ],
+)
+def test_terminal_leaves_no_github_runner_command(recorded: str, shown: str) -> None:
+    assert inert.terminal(recorded) == shown
+
+
+def test_inline_breaks_only_the_legacy_command_and_markdown_needs_neither() -> None:
+    assert inert.inline("::error::x ##[add-mask]y\n") == "::error::x #\\x23[add-mask]y\\n"
+    assert inert.markdown("::error::x ##[add-mask]y") == "\\:\\:error\\:\\:x \\#\\#\\[add\\-mask\\]y"
+
+
+def test_json_text_breaks_the_legacy_command_and_keeps_the_value() -> None:
+    value = {"##[add-mask]": ["##[stop-commands]tok", "###[x"]}
+    text = inert.json_text(json.dumps(value))
+    assert text == '{"#\\u0023[add-mask]": ["#\\u0023[stop-commands]tok", "##\\u0023[x"]}'
+    assert json.loads(text) == value
+
+
+@pytest.mark.parametrize(
+    ("recorded", "written"),
+    [
+        ("[click](https://evil)", "\\[click\\](https://evil)"),
+        ("{0} and {1}", "{{0}} and {{1}}"),
+        ("a\\[b]", "a\\\\\\[b\\]"),
+        ("plain text", "plain text"),
+    ],
+)
+def test_sarif_text_has_no_embedded_link_nor_placeholder(recorded: str, written: str) -> None:
+    assert inert.sarif_text(recorded) == written

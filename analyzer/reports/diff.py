@@ -31,6 +31,7 @@ import orjson
 from ..errors import ReportFileError
 from ..judge.fingerprint import Identity, fingerprint, identity
 from ..model import Certainty, Outcome, Severity
+from ..support import inert
 from ..support.files import read_regular
 from . import rendering
 
@@ -254,7 +255,7 @@ def _plain(diff: dict[str, Any]) -> dict[str, Any]:
 
 def write(diff: dict[str, Any], fmt: str, out: TextIO, *, color: bool = False) -> None:
     if fmt == "json":
-        out.write(orjson.dumps(_plain(diff), option=orjson.OPT_INDENT_2).decode() + "\n")
+        out.write(inert.json_text(orjson.dumps(_plain(diff), option=orjson.OPT_INDENT_2).decode()) + "\n")
     elif fmt == "md":
         out.write(rendering.markdown(diff, TEMPLATES["md"], key="diff"))
     else:

@@ -19,6 +19,7 @@ from ..judge.rule import Rule
 from ..model import Finding, Session, jsonrpc
 from ..model.forms import cancellation, display_filter, listed_json, origin_dict, time_text
 from ..run.results import AuditResult, HowMade
+from ..support import inert
 from .formats import WriteOptions
 
 if TYPE_CHECKING:
@@ -327,16 +328,17 @@ def write_format(triage: Triage, out: TextIO, fmt: str, options: WriteOptions) -
 
 
 def _write_json(report: dict[str, Any], out: TextIO) -> None:
-    """The JSON report, key by key; cancellations and findings one at a time (2-space indentation)."""
+    """The JSON report, key by key; cancellations and findings one at a time (2-space indentation). A
+    recorded `##[` is written `#\\u0023[` (`inert.json_text`): the same string, no runner command."""
     out.write("{\n")
     for position, (key, value) in enumerate(report.items()):
         out.write(f'  "{key}": ')
         if isinstance(value, _Listed):
             out.write("[")
             for index, text in enumerate(value.texts()):
-                out.write(("," if index else "") + "\n    " + text)
+                out.write(("," if index else "") + "\n    " + inert.json_text(text))
             out.write("\n  ]" if len(value) else "]")
         else:
-            out.write(jsonrpc.dumps(value, indent=True).decode().replace("\n", "\n  "))
+            out.write(inert.json_text(jsonrpc.dumps(value, indent=True).decode()).replace("\n", "\n  "))
         out.write(",\n" if position < len(report) - 1 else "\n")
     out.write("}\n")

@@ -2,10 +2,11 @@
 
 Each new issue becomes one annotation line, `::error file=PATH,line=N,title=CW101 slug::message`
 (`::warning` for warnings, `::notice` for info), which the runner shows on the job and, for files in
-the repository, beside the line. Recorded text is made inert first (`inert.terminal`: one line,
-controls shown as escapes), then escaped as the runner's own toolkit does: `%`, CR and LF in the
-message; those and `:` and `,` in properties. So a recorded message can neither end the line (and
-start a command of its own) nor break out of a property.
+the repository, beside the line. Recorded text is made inert first (`inert.inline`: one line,
+controls shown as escapes, the runner's legacy `##[command]` shown as `#\\x23[command]`), then
+escaped as the runner's own toolkit does: `%`, CR and LF in the message; those and `:` and `,` in
+properties. So a recorded message can neither end the line (and start a command of its own) nor
+break out of a property.
 A last notice counts what is known to the baseline or suppressed. When `GITHUB_STEP_SUMMARY` is set
 the Markdown report is appended to that file (the job's summary page).
 """
@@ -31,7 +32,7 @@ _COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO:
 
 
 def escape_data(text: str) -> str:
-    return inert.terminal(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return inert.inline(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def escape_property(text: str) -> str:

@@ -6,6 +6,10 @@ capture with the frame as a logical location (a capture has no lines); the sessi
 location too. `partialFingerprints["cancelwire/v1"]` is the baseline fingerprint; suppressed issues
 carry an external suppression with its reason; with `--baseline`, `baselineState` says new or
 unchanged, and entries of the baseline that no longer occur are listed as `absent`.
+
+Every `message.text` holds recorded or user-file text (a finding's message, a file name, a baseline
+entry, a suppression), so it goes through `inert.sarif_text` (SARIF §3.11: no embedded link, no
+placeholder); the ` [certainty]` that follows is cancelwire's own.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from ..ci.policy import OUTCOME_HELP, Gate
 from ..judge.rule import Rule
 from ..model import Origin, Severity, jsonrpc
 from ..model.forms import display_filter
+from ..support import inert
 from .formats import WriteOptions
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -101,7 +106,7 @@ def _result(issue: Issue, index: int, with_baseline: bool) -> dict[str, Any]:
         "ruleId": issue.code,
         "ruleIndex": index,
         "level": _LEVEL[issue.severity],
-        "message": {"text": f"{issue.message} [{issue.certainty}]"},
+        "message": {"text": f"{inert.sarif_text(issue.message)} [{issue.certainty}]"},
         "partialFingerprints": {"cancelwire/v1": issue.fingerprint},
     }
     if issue.location is not None:
@@ -132,7 +137,7 @@ def _absent(entry: dict[str, Any], index: int | None) -> dict[str, Any]:
     result: dict[str, Any] = {
         "ruleId": str(entry["rule"]),
         "level": level or "none",
-        "message": {"text": f"no longer occurs: {entry.get('message') or entry['rule']}"},
+        "message": {"text": f"no longer occurs: {inert.sarif_text(str(entry.get('message') or entry['rule']))}"},
         "partialFingerprints": {"cancelwire/v1": entry["fingerprint"]},
         "baselineState": "absent",
     }
@@ -143,7 +148,7 @@ def _absent(entry: dict[str, Any], index: int | None) -> dict[str, Any]:
 
 def _stale_suppression(used: dict[str, Any]) -> dict[str, Any]:
     """A settings-file suppression that matched nothing, as a configuration note (it can go)."""
-    text = f"suppress.{used['number']} matched nothing (stale, remove it): {used['described']}"
+    text = f"suppress.{used['number']} matched nothing (stale, remove it): {inert.sarif_text(used['described'])}"
     return {"level": "note", "message": {"text": text}}
 
 
@@ -158,7 +163,7 @@ def build(triage: Triage) -> dict[str, Any]:
     for entry in triage.tally().stale:
         results.append(_absent(entry, index.get(str(entry["rule"]))))
     notifications = [
-        {"level": "error", "message": {"text": f"{i.path}: not analysed: {i.error}"}}
+        {"level": "error", "message": {"text": inert.sarif_text(f"{i.path}: not analysed: {i.error}")}}
         for i in result.inputs
         if i.error and not i.sessions
     ]
@@ -195,7 +200,7 @@ def build(triage: Triage) -> dict[str, Any]:
 
 
 def write(triage: Triage, out: TextIO) -> None:
-    out.write(jsonrpc.dumps(build(triage), indent=True).decode())
+    out.write(inert.json_text(jsonrpc.dumps(build(triage), indent=True).decode()))
     out.write("\n")
 
 

@@ -13,9 +13,27 @@ recorded item is then always one line of plain glyphs. A backslash itself is lef
 paths stay readable; the cost is that a recorded literal `\\n` looks like an escaped newline, which is
 ambiguous to read but cannot act.
 
+**GitHub Actions runner** (in `terminal`, so wherever recorded text reaches stdout or stderr): the runner
+reads every line a step writes for workflow commands (actions/runner `OutputManager.OnDataReceived`,
+`ActionCommand.TryParseV2` and `TryParse`). Two forms act:
+- `::name props::data` when the line starts with it once leading whitespace is trimmed (.NET
+  `TrimStart`: any Unicode white space, so a no-break space too);
+- the legacy `##[name props]data` *anywhere* in the line, with `add-mask` (hide a string in the job
+  log), `stop-commands` (ignore every command until a token), `error`/`warning` (forge an annotation),
+  `set-output` and the rest.
+Every `##[` is shown as `#\\x23[`, and a text that starts (after white space) with `::` and holds a
+second `::` later has its second colon shown as `\\x3a`, in the same Python-style escapes as above:
+readable as what was recorded, never a command. The runner matches `##[` with a culture-sensitive
+`IndexOf`, which skips zero-width characters, so the break is a visible escape, not a zero-width space;
+an ignorable character inside a recorded `##[` shifts the runner's own offsets and the command name it
+reads then starts with `#` or `[`, which is no command. cancelwire's own text never holds `##[`.
+`inline` is the same for text that never starts a line (inside our own `::error …::` lines, where only
+the `##[` break applies).
+
 **Markdown** (`markdown`, for a GitHub or GitLab pull-request comment): three steps.
-1. The terminal escaping above, so nothing can end a line (no new block, no hard break) and no invisible
-   character survives.
+1. The terminal escaping of controls and format characters above, so nothing can end a line (no new
+   block, no hard break) and no invisible character survives. (Workflow commands need no escape of their
+   own here: step 2 puts a backslash before every `#`, `[` and `:`.)
 2. Every ASCII punctuation character gets a backslash (CommonMark 0.31 §2.4: any ASCII punctuation may be
    backslash-escaped and then has no Markdown meaning). This is the whole inline and block vocabulary,
    GFM's too: emphasis `*` `_`, strikethrough `~`, code `` ` ``, links and images `[` `]` `(` `)` `!`,
@@ -37,6 +55,16 @@ ambiguous to read but cannot act.
    (`=HYPERLINK(...)`). It gets a leading single quote, OWASP's "CSV Injection" advice: the spreadsheet
    shows the text, and the quote tells a reader of the raw file that the value was neutralised.
 Numeric columns are left alone; Parquet keeps the values exactly as recorded.
+
+**JSON** (`json_text`, for a JSON document already serialised, which may go to stdout): a `##[` can only
+sit inside a string there, where `\\u0023` is the same `#` to any JSON parser; so every `##[` is written
+`#\\u0023[`. The values read back exactly as recorded. (A JSON line never starts with `::`.)
+
+**SARIF** (`sarif_text`, for `message.text`): SARIF 2.1.0 §3.11 gives a plain text message two syntaxes
+that a code-scanning view acts on. §3.11.6: `[text](destination)` is an embedded link, and a literal `\\`,
+`[` or `]` is written with a backslash before it; §3.11.5: `{0}` is a placeholder for `arguments[0]`, and
+a literal `{` or `}` is written doubled. Both are applied, so a recorded `[click](https://…)` is no link and
+a recorded `{0}` no placeholder; a viewer shows the characters as recorded.
 
 **HTML** needs nothing here: jinja2 autoescapes every value, and the report's Content-Security-Policy
 (`default-src 'none'`) lets it load and run nothing. `terminal` is applied there too, so a bidi override
@@ -111,16 +139,61 @@ UNSAFE_CHARACTER = re.compile("[" + "".join(rf"\U{low:08x}-\U{high:08x}" for low
 """Matches any character `terminal` escapes (for vectorised checks, such as pandas' `str.contains`)."""
 
 
-def terminal(text: str) -> str:
-    """`text` on one line, every control and format character shown as an escape."""
+RUNNER_COMMAND = "##["
+"""The GitHub Actions runner's legacy workflow command, acted on anywhere in a line."""
+RUNNER_COMMAND_SHOWN = "#\\x23["
+RUNNER_KEY = "::"
+"""The runner's workflow command key, acted on at the start of a line (after white space)."""
+
+
+def _one_line(text: str) -> str:
     # isprintable() is False for every unsafe character (and a few harmless ones such as U+00A0), and
     # a C loop: a clean string costs a fraction of a microsecond.
     return text if text.isprintable() else text.translate(_TERMINAL)
 
 
+def _no_legacy_command(text: str) -> str:
+    return text.replace(RUNNER_COMMAND, RUNNER_COMMAND_SHOWN) if RUNNER_COMMAND in text else text
+
+
+def _no_runner_command(text: str) -> str:
+    """`text` (on one line already) with no workflow command the GitHub Actions runner would act on."""
+    text = _no_legacy_command(text)
+    body = text.lstrip()  # the same object when nothing is stripped: no copy in the usual case
+    if body.startswith(RUNNER_KEY) and RUNNER_KEY in body[2:]:
+        text = f"{text[: len(text) - len(body)]}:\\x3a{body[2:]}"
+    return text
+
+
+def terminal(text: str) -> str:
+    """`text` on one line, every control and format character shown as an escape, and no GitHub
+    Actions workflow command in it."""
+    return _no_runner_command(_one_line(text))
+
+
+def inline(text: str) -> str:
+    """`terminal` for text that never starts a line of output, such as a value inside one of our own
+    workflow commands (`::error file=…::…`): a leading `::` is left as it is there, `##[` is not."""
+    return _no_legacy_command(_one_line(text))
+
+
 def markdown(text: str) -> str:
-    """`text` as Markdown inline content that renders as the same characters and does nothing else."""
-    return _LINKABLE.sub(_BROKEN, terminal(text)).translate(_MARKDOWN)
+    """`text` as Markdown inline content that renders as the same characters and does nothing else.
+    (Step 2 escapes every `#`, `[` and `:`, so the raw text holds no workflow command either.)"""
+    return _LINKABLE.sub(_BROKEN, _one_line(text)).translate(_MARKDOWN)
+
+
+def json_text(serialised: str) -> str:
+    """A serialised JSON document, the same values, with no `##[` in its text."""
+    return serialised.replace(RUNNER_COMMAND, "#\\u0023[") if RUNNER_COMMAND in serialised else serialised
+
+
+_SARIF = {ord("\\"): "\\\\", ord("["): "\\[", ord("]"): "\\]", ord("{"): "{{", ord("}"): "}}"}
+
+
+def sarif_text(text: str) -> str:
+    """`text` for a SARIF `message.text`: no embedded link (§3.11.6) and no placeholder (§3.11.5) in it."""
+    return text.translate(_SARIF)
 
 
 def csv_cell(text: str) -> str:
