@@ -45,7 +45,7 @@ class AnomalyName(StrEnum):
 
     # jsonrpc.*: JSON that breaks JSON-RPC 2.0, and ids used wrongly
     JSONRPC_INVALID_MESSAGE = "jsonrpc.invalid-message"
-    """JSON that is not a JSON-RPC 2.0 message: no jsonrpc member, a bad id, method or error (CW302)."""
+    """Not a JSON-RPC 2.0 message (no jsonrpc member, a bad id, method or error), or a wrong-typed member (CW302)."""
     JSONRPC_RESULT_AND_ERROR = "jsonrpc.result-and-error"
     """A response carrying both result and error (CW302)."""
     JSONRPC_EMPTY_BATCH = "jsonrpc.empty-batch"

@@ -34,6 +34,8 @@ from .entrylog import EntryLog
 from .ordering import relate
 
 _Key = tuple[Side, RequestId]
+_ABSENT: Any = object()
+"""A member that is not there (a JSON `null` is there, as None)."""
 #: What a timeline cannot show when a response to its request was recorded but not read.
 _REPLIES = frozenset({EntryKind.RESULT, EntryKind.ERROR_RESULT})
 #: How strongly a basis establishes a session's revision; a stronger one replaces a weaker one.
@@ -284,8 +286,10 @@ class SessionState:
             return True
         return False
 
-    def learn(self, method: str, result: Mapping[str, Any]) -> None:
-        """Facts the first result of a request teaches: the negotiated revision, peer info, tool annotations."""
+    def learn(self, method: str, result: Mapping[str, Any]) -> str | None:
+        """Facts the first result of a request teaches: the negotiated revision, peer info, tool annotations.
+        A member of the wrong type teaches nothing; what is wrong with a `tools/list` result is returned,
+        to be reported as an invalid message."""
         if method == "initialize":
             version = result.get("protocolVersion")
             if isinstance(version, str):
@@ -293,9 +297,23 @@ class SessionState:
         if self.server_info is None:
             self.server_info = peer_info(result, "serverInfo")
         if method == "tools/list":
-            for tool in result.get("tools") or ():
-                if isinstance(tool, dict) and isinstance(tool.get("name"), str):
-                    self.tool_effects[tool["name"]] = tool_effect_from_annotations(tool)
+            return self.learn_tools(result.get("tools", _ABSENT))
+        return None
+
+    def learn_tools(self, tools: Any) -> str | None:
+        """The tool annotations of a `tools/list` result's `tools`; what is wrong with it, if anything."""
+        if not isinstance(tools, list):
+            return None if tools is _ABSENT else f"the tools/list result's tools is {json_kind(tools)}, not an array"
+        unnamed = 0
+        for tool in tools:
+            name = tool.get("name") if isinstance(tool, dict) else None
+            if isinstance(name, str):
+                self.tool_effects[name] = tool_effect_from_annotations(tool)
+            else:
+                unnamed += 1
+        if unnamed:
+            return f"{unnamed} of the {len(tools)} tools of a tools/list result are not objects with a string name"
+        return None
 
     # -- output ------------------------------------------------------------------------------
 
@@ -386,6 +404,17 @@ class SessionState:
 
 
 # -- what a request's params say -----------------------------------------------------------------
+
+
+def json_kind(value: Any) -> str:
+    """A JSON value's type in a word or two, never its content (a hostile peer chose it)."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an object" if isinstance(value, dict) else "an array"
 
 
 def tool_effect_from_annotations(tool: Mapping[str, Any]) -> ToolEffect:

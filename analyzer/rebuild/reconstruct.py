@@ -368,7 +368,9 @@ class Reconstructor:
         if item.is_task or session.task_traffic is not None:
             self._out.extend(task_traffic.on_reply(session, event, item, message))
         if first_reply and kind is EntryKind.RESULT:
-            session.learn(item.method, message.payload)
+            invalid = session.learn(item.method, message.payload)
+            if invalid is not None:  # like every invalid message (CW302, once per input): of no request
+                self._out.append(session.anomaly(event, AnomalyName.JSONRPC_INVALID_MESSAGE, invalid))
             if session.awaiting_read:
                 holds.verify_reads(session, item, entry, self.options.verifying_reads)
         if session.awaiting_proof:
