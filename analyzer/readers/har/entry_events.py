@@ -151,7 +151,8 @@ def _request(build: _Builder, unrecorded: bool) -> list[Message]:
     keep, when `unrecorded`), the others are named. Returns every message."""
     ex = build.ex
     fate = delivery.of_status(ex.status)
-    answer = (ex.response_body or "").encode() if fate is delivery.Delivery.REFUSED else b""
+    # a HAR the standard library read (orjson refused it) may hold a lone surrogate escape ("\\udcff")
+    answer = (ex.response_body or "").encode("utf-8", "surrogatepass") if fate is delivery.Delivery.REFUSED else b""
 
     def reached(m: Message) -> bool:
         return delivery.delivered(fate, m, bool(answer) and delivery.answers(answer, m.id))
@@ -178,7 +179,11 @@ def _stream(build: _Builder, body: str) -> None:
     ex = build.ex
     build.transport(TransportKind.STREAM_OPENED, ex.first_byte, f"{ex.method} {ex.url}")
     parser = SseParser()
-    events = [e for e in parser.feed(body.encode()) if e.data and e.data.strip() and e.event != "endpoint"]
+    events = [
+        e
+        for e in parser.feed(body.encode("utf-8", "surrogatepass"))  # a lone surrogate decodes as U+FFFD
+        if e.data and e.data.strip() and e.event != "endpoint"
+    ]
     for n, event in enumerate(events):
         ts = ex.ended if n == len(events) - 1 else ex.first_byte
         _sse_event(build, event, ts)
