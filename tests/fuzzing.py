@@ -17,6 +17,7 @@ import functools
 import gc
 import gzip
 import io
+import json
 import os
 import random
 import re
@@ -202,6 +203,41 @@ def huge_number(data: bytes, rng: random.Random, donor: bytes) -> Mutated:
     return _replace("huge-number", data, found.start(), found.end(), rng.choice(HUGE_NUMBERS))
 
 
+WRONG_TYPED_LITERALS = (b"5", b"0", b"true", b"false", b"null", b"1e308", b"-1e308", b"18446744073709551616")
+WRONG_TYPED_LITERALS += (b"[]", b"[[1,[2,[3]]]]", b"{}", b"[{},[],true]")
+"""JSON values a member of another type may be replaced by: no quotes, so they fit raw and escaped JSON alike."""
+_MEMBER = re.compile(rb'\\?"[A-Za-z_/][\w/.-]{0,40}\\?"\s*:\s*')
+
+
+def _value_end(data: bytes, start: int) -> int:
+    """Where the JSON value at `start` ends, roughly: brackets counted, a (possibly escaped) string to its
+    closing quote, else up to the next `,` `}` `]` (good enough to replace a value with another)."""
+    if data[start : start + 1] in (b"[", b"{"):
+        depth = 0
+        for at in range(start, min(len(data), start + 100_000)):
+            char = data[at : at + 1]
+            depth += (char in (b"[", b"{")) - (char in (b"]", b"}"))
+            if depth == 0:
+                return at + 1
+        return start
+    escaped = data[start : start + 2] == b'\\"'
+    if escaped or data[start : start + 1] == b'"':
+        close = data.find(b'\\"' if escaped else b'"', start + (2 if escaped else 1))
+        return start if close < 0 else close + (2 if escaped else 1)
+    found = re.compile(rb"[,}\]\n]").search(data, start)
+    return found.start() if found else len(data)
+
+
+def wrong_type(data: bytes, rng: random.Random, donor: bytes) -> Mutated:
+    """One member's value (`"tools": [...]`, `"progress": 3`, `"taskId": "t"`, in raw or escaped JSON)
+    replaced by a value of another type: a number, a boolean, a huge float, nested lists or an object."""
+    members = list(_MEMBER.finditer(data))
+    if not members:
+        return huge_number(data, rng, donor)
+    start = rng.choice(members).end()
+    return _replace("wrong-type", data, start, _value_end(data, start), rng.choice(WRONG_TYPED_LITERALS))
+
+
 def lone_surrogate(data: bytes, rng: random.Random, donor: bytes) -> Mutated:
     """A JSON escape of half a surrogate pair (what json.dumps writes for a non-UTF-8 file name)."""
     quotes = [m.end() for m in re.finditer(rb'\\?"', data)]
@@ -243,6 +279,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     control_bytes,
     deep_nesting,
     huge_number,
+    wrong_type,
     lone_surrogate,
     bom,
     cr_only,
@@ -355,6 +392,119 @@ def messages(draw: st.DrawFn) -> object:
     else:
         message["error"] = {"code": draw(st.integers(-(2**40), 2**40)), "message": draw(st.text(max_size=8))}
     return message
+
+
+WRONG_TYPED = st.one_of(
+    st.sampled_from(
+        [5, 0, -1, True, False, None, 1e308, -1e308, 2**64, 2**70, "", "x", [], {}, [[1, [2]]], {"a": [{}]}]
+    ),
+    json_values,
+)
+"""A value for a member that should hold another type: numbers, booleans, huge floats, nested lists, objects."""
+
+SERVER_SENT = frozenset({"elicitation/create", "sampling/createMessage", "notifications/progress"})
+SERVER_SENT |= {"notifications/tasks/status"}
+KNOWN_EXCHANGES: tuple[tuple[str, dict[str, object], dict[str, object] | None], ...] = (
+    (
+        "initialize",
+        {"protocolVersion": "2025-11-25", "capabilities": {"tasks": {}}, "clientInfo": {"name": "c", "version": "0"}},
+        {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "0"}},
+    ),
+    (
+        "server/discover",
+        {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientInfo": {}}},
+        {"supportedVersions": ["2026-07-28"], "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s"}}},
+    ),
+    (
+        "tools/list",
+        {"cursor": "c"},
+        {"tools": [{"name": "w", "annotations": {"readOnlyHint": True}}], "nextCursor": "n"},
+    ),
+    (
+        "tools/call",
+        {"name": "w", "arguments": {"a": 1}, "_meta": {"progressToken": 0}},
+        {"content": [], "isError": False},
+    ),
+    (
+        "tools/call",
+        {"name": "w", "task": {"ttl": 1000}, "_meta": {"progressToken": 0}},
+        {"task": {"taskId": "t", "status": "working", "pollInterval": 100, "ttl": 1000}},
+    ),
+    ("tasks/get", {"taskId": "t"}, {"taskId": "t", "status": "working", "pollInterval": 100, "ttl": 1000}),
+    ("tasks/cancel", {"taskId": "t"}, {"taskId": "t", "status": "cancelled"}),
+    (
+        "tasks/result",
+        {"taskId": "t"},
+        {"content": [], "_meta": {"io.modelcontextprotocol/related-task": {"taskId": "t"}}},
+    ),
+    ("tasks/list", {}, {"tasks": [{"taskId": "t", "status": "working"}]}),
+    ("resources/read", {"uri": "file:///x"}, {"contents": [{"uri": "file:///x", "text": "t"}]}),
+    ("resources/list", {}, {"resources": [{"uri": "file:///x", "name": "x"}]}),
+    (
+        "elicitation/create",
+        {"message": "m", "requestedSchema": {"type": "object"}},
+        {"action": "accept", "content": {}},
+    ),
+    ("sampling/createMessage", {"messages": [], "maxTokens": 5}, {"role": "assistant", "content": {"type": "text"}}),
+    ("notifications/progress", {"progressToken": 0, "progress": 1, "total": 2, "message": "m"}, None),
+    ("notifications/cancelled", {"requestId": 0, "reason": "r"}, None),
+    ("notifications/tasks/status", {"taskId": "t", "status": "cancelled", "pollInterval": 100}, None),
+)
+"""Requests (method, params, result) and notifications (result None) of known methods, with every member the
+code reads; `0` in a progress token or request id stands for the latest request's id."""
+
+
+def _members(value: object, at: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    """Every member path inside a params or result object (object keys and list items, at any depth)."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    found: list[tuple[str | int, ...]] = []
+    for key, item in items:
+        found += [(*at, key), *_members(item, (*at, key))]
+    return found
+
+
+@st.composite
+def wrong_typed(draw: st.DrawFn, template: dict[str, object], latest: int) -> object:
+    """`template` (a copy, `0` ids made `latest`) with up to three members, or itself, of a wrong type."""
+    value = json.loads(json.dumps(template).replace(": 0", f": {latest}"))
+    paths = _members(value)
+    top = [(), *(path for path in paths if len(path) == 1)]  # the members the code reads most, drawn more often
+    for _ in range(draw(st.sampled_from([1, 1, 2, 3, 0]))):
+        path = draw(st.sampled_from(top) | st.sampled_from(paths or top))
+        if not path:
+            return draw(WRONG_TYPED)
+        node = value
+        try:
+            for key in path[:-1]:
+                node = node[key]
+            node[path[-1]] = draw(WRONG_TYPED)
+        except (KeyError, IndexError, TypeError):  # an earlier replacement took the path away
+            pass
+    return value
+
+
+@st.composite
+def wrong_typed_steps(draw: st.DrawFn) -> list[tuple[str, object, float]]:
+    """A session of known methods whose params and results have members of the wrong type (a number where
+    an array belongs, `true`, 1e308, nested lists, objects): requests, their progress and cancels, replies."""
+    steps: list[tuple[str, object, float]] = []
+    latest = 0
+    for index, (method, params, result) in enumerate(draw(st.permutations(KNOWN_EXCHANGES))):  # each gets its turn
+        sender, other = ("s2c", "c2s") if method in SERVER_SENT else ("c2s", "s2c")
+        gap = draw(st.sampled_from(GAPS))
+        latest = latest if result is None else index + 1
+        message: dict[str, object] = {"jsonrpc": "2.0", "method": method, "params": draw(wrong_typed(params, latest))}
+        if result is None:
+            steps.append((sender, message, gap))
+            continue
+        steps.append((sender, {**message, "id": latest}, gap))
+        if draw(st.booleans()):
+            steps.append(
+                (sender, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": latest}}, gap)
+            )
+        if draw(st.sampled_from([True, True, False])):
+            steps.append((other, {"jsonrpc": "2.0", "id": latest, "result": draw(wrong_typed(result, latest))}, gap))
+    return steps
 
 
 simple_steps = st.lists(

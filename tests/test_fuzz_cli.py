@@ -6,14 +6,27 @@ error) and an escaping exception are bugs. The text report and stderr never carr
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 from cancelwire.reports.formats import FORMATS as REPORT_FORMATS
 from cancelwire.support.values import MAX_COUNT
-from fuzzing import RAW_CONTROL, ROOT, TEXT_READERS, CliRun, Mutated, fuzz_settings, mutated_samples, run_cli
+from fuzzing import (
+    RAW_CONTROL,
+    ROOT,
+    TEXT_READERS,
+    CliRun,
+    Mutated,
+    fuzz_settings,
+    mutated_samples,
+    run_cli,
+    timed,
+    wrong_typed_steps,
+)
 from hypothesis import given
 from hypothesis import strategies as st
+from transcripts import write_transcript
 
 FORMATS = list(REPORT_FORMATS)
 
@@ -37,6 +50,27 @@ def test_audit_of_a_mutated_recording(
     path.write_bytes(case.data)
     argv = ["audit", str(path), "--format", fmt, *(["--input-format", reader] if forced else [])]
     check_run(run_cli(argv), text_output=fmt == "text")
+
+
+@fuzz_settings(15)
+@given(steps=wrong_typed_steps(), fmt=st.sampled_from(FORMATS), redact=st.booleans())
+def test_audit_of_wrong_typed_members(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, object, float]], fmt: str, redact: bool
+) -> None:
+    """Known methods' results and params with members of the wrong type (`"tools": 5`, `"progress": true`,
+    `"taskId": 1e308` ...), in a folder beside a good recording: exit 0 or 1, and the good one is reported."""
+    folder = tmp_path_factory.mktemp("typed")
+    write_transcript(folder / "a.jsonl", timed(steps))  # type: ignore[arg-type] # any JSON value as a message
+    good = ROOT / "sample_captures/stdio/handwritten-server-late-result-after-cancel.jsonl"
+    (folder / "b.jsonl").write_bytes(good.read_bytes())
+    report = folder.parent / "report.json"
+    argv = ["audit", str(folder), "--format", fmt, "--report", f"json={report}", "--isolated", "-q"]
+    run = run_cli([*argv, *(["--redact"] if redact else [])])
+    check_run(run, text_output=fmt == "text")
+    assert run.status in (0, 1), run
+    findings = json.loads(report.read_text())["findings"]
+    good = [(f["rule"], f["request_id"]) for f in findings if f["session"].endswith("b.jsonl")]
+    assert good == [("response-after-cancel", 2), ("progress-after-cancel", 2)]
 
 
 @fuzz_settings(8, slow_data=True)

@@ -13,7 +13,7 @@ from cancelwire.judge.catalog import load_catalog
 from cancelwire.model import REVISIONS, Severity
 from cancelwire.rebuild.reconstruct import ReconstructOptions
 from cancelwire.run.pipeline import AuditOptions, audit
-from fuzzing import fuzz_settings, hostile_steps, timed
+from fuzzing import fuzz_settings, hostile_steps, timed, wrong_typed_steps
 from hypothesis import given
 from hypothesis import strategies as st
 from transcripts import write_transcript
@@ -55,4 +55,20 @@ def test_any_message_sequence_is_judged_deterministically(
 ) -> None:
     path = _transcript(tmp_path_factory.mktemp("seq"), steps, vantage)
     options = AuditOptions(reconstruct=ReconstructOptions(protocol=revision, hold_seconds=hold, max_open=4))
+    assert _summary(path, options) == _summary(path, options)
+
+
+@fuzz_settings(40)
+@given(
+    steps=wrong_typed_steps(),
+    vantage=st.sampled_from(["proxy", "client", "server"]),
+    revision=st.sampled_from([None, *REVISIONS]),
+)
+def test_wrong_typed_members_of_known_methods_are_judged_deterministically(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, object, float]], vantage: str, revision: str | None
+) -> None:
+    """Results and params of known methods (tools/list, tasks/*, progress, cancels, initialize ...) with members
+    of the wrong type: an invalid message at most, never an exception (issue 19: `"tools": 5` was exit 3)."""
+    path = _transcript(tmp_path_factory.mktemp("typed"), steps, vantage)
+    options = AuditOptions(reconstruct=ReconstructOptions(protocol=revision, max_open=4))
     assert _summary(path, options) == _summary(path, options)
