@@ -29,6 +29,17 @@ CANCEL_REJECTED = error_status(INVALID_PARAMS)
 """The status of a `tasks/cancel` answered INVALID_PARAMS: the task was already final."""
 
 
+def json_kind(value: Any) -> str:
+    """A JSON value's type in a word or two, never its content (a hostile peer chose it)."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an object" if isinstance(value, dict) else "an array"
+
+
 @dataclass(frozen=True, slots=True)
 class Problem:
     """A message-level problem; becomes an `Anomaly` with this name."""

@@ -30,12 +30,11 @@ from ..model import (
     TransportEvent,
     revisions,
 )
+from ..model.jsonrpc import json_kind
 from .entrylog import EntryLog
 from .ordering import relate
 
 _Key = tuple[Side, RequestId]
-_ABSENT: Any = object()
-"""A member that is not there (a JSON `null` is there, as None)."""
 #: What a timeline cannot show when a response to its request was recorded but not read.
 _REPLIES = frozenset({EntryKind.RESULT, EntryKind.ERROR_RESULT})
 #: How strongly a basis establishes a session's revision; a stronger one replaces a weaker one.
@@ -296,14 +295,14 @@ class SessionState:
                 self.learn_revision(version, RevisionBasis.NEGOTIATED)
         if self.server_info is None:
             self.server_info = peer_info(result, "serverInfo")
-        if method == "tools/list":
-            return self.learn_tools(result.get("tools", _ABSENT))
+        if method == "tools/list" and "tools" in result:
+            return self.learn_tools(result["tools"])
         return None
 
     def learn_tools(self, tools: Any) -> str | None:
         """The tool annotations of a `tools/list` result's `tools`; what is wrong with it, if anything."""
         if not isinstance(tools, list):
-            return None if tools is _ABSENT else f"the tools/list result's tools is {json_kind(tools)}, not an array"
+            return f"the tools/list result's tools is {json_kind(tools)}, not an array"
         unnamed = 0
         for tool in tools:
             name = tool.get("name") if isinstance(tool, dict) else None
@@ -404,17 +403,6 @@ class SessionState:
 
 
 # -- what a request's params say -----------------------------------------------------------------
-
-
-def json_kind(value: Any) -> str:
-    """A JSON value's type in a word or two, never its content (a hostile peer chose it)."""
-    if value is None or isinstance(value, bool):
-        return {None: "null", True: "true", False: "false"}[value]
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "an object" if isinstance(value, dict) else "an array"
 
 
 def tool_effect_from_annotations(tool: Mapping[str, Any]) -> ToolEffect:
