@@ -1037,7 +1037,8 @@ def main(argv: list[str] | None = None) -> int:
         wanted = args.ab_inputs.split(",")
         inputs = [ensure_stdio(args.size_gb).path] if "stdio" in wanted else []
         inputs += [ensure_pcap(args.packets)[0]] if "pcap" in wanted else []
-        bench_ab.run(inputs, PY, args.base, max(1, args.repeat), measure, args.timeout)
+        base = os.path.abspath(args.base) if "/" in args.base else args.base  # a venv link: never resolve it
+        bench_ab.run(inputs, PY, base, max(1, args.repeat), measure, args.timeout)
     if args.case == "report":
         import bench_report
 

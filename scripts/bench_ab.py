@@ -39,27 +39,35 @@ def run(
     """Print, per input, each round's CPU time of both sides, then the fastest of each and their ratio."""
     print(f"ab     this checkout ({ours}) against --base ({base}), {repeat} rounds each, alternating")
     print(f"  load average before: {os.getloadavg()[0]:.2f}")
-    home = tempfile.mkdtemp(prefix="cancelwire-ab-")
-    for python in (base, ours):  # both byte-compiled: a shell with PYTHONDONTWRITEBYTECODE compiles each time
-        _compile(python, home)
-    for path in inputs:
-        cpu: dict[str, list[float]] = {"base": [], "ours": []}
-        for n in range(repeat):
-            order = [("base", base), ("ours", ours)]
-            for side, python in order if n % 2 == 0 else reversed(order):
-                argv = [python, "-c", AUDIT, "audit", str(path), "--format", "json", "-o", os.devnull, "--isolated"]
-                # not from a checkout: its *.egg-info would answer the entry-point lookup of both sides
-                result = measure(side, [*argv, "--fail-on", "never"], timeout=timeout, cwd=Path(home))
-                if result.returncode != 0:
-                    raise SystemExit(f"{side} failed on {path} ({result.returncode}): {result.stderr[-2000:]}")
-                cpu[side].append(result.cpu)
-            print(f"  {path.name} round {n + 1}: base CPU {cpu['base'][-1]:6.2f} s, ours {cpu['ours'][-1]:6.2f} s")
-        fastest = {side: min(times) for side, times in cpu.items()}
-        median = statistics.median(o / b for o, b in zip(cpu["ours"], cpu["base"], strict=True))
-        change = (fastest["ours"] / fastest["base"] - 1) * 100
-        print(
-            f"  {path.name}: fastest base {fastest['base']:.2f} s, ours {fastest['ours']:.2f} s: {change:+.1f} %;"
-            f" median of the rounds' ratios {median:.3f}"
-        )
-    os.rmdir(home)
+    # run outside any checkout: its *.egg-info would answer the entry-point lookup of both sides
+    with tempfile.TemporaryDirectory(prefix="cancelwire-ab-") as home:
+        for python in (base, ours):  # both byte-compiled: with PYTHONDONTWRITEBYTECODE each run would compile
+            _compile(python, home)
+        for path in inputs:
+            _compare(
+                path,
+                {"base": base, "ours": ours},
+                repeat,
+                lambda side, argv: measure(side, argv, timeout=timeout, cwd=Path(home)),
+            )
     print(f"  load average after: {os.getloadavg()[0]:.2f}")
+
+
+def _compare(path: Path, sides: dict[str, str], repeat: int, measure: Callable[[str, list[str]], Any]) -> None:
+    cpu: dict[str, list[float]] = {side: [] for side in sides}
+    order = list(sides.items())
+    for n in range(repeat):
+        for side, python in order if n % 2 == 0 else reversed(order):
+            argv = [python, "-c", AUDIT, "audit", str(path), "--format", "json", "-o", os.devnull, "--isolated"]
+            result = measure(side, [*argv, "--fail-on", "never"])
+            if result.returncode != 0:
+                raise SystemExit(f"{side} failed on {path} ({result.returncode}): {result.stderr[-2000:]}")
+            cpu[side].append(result.cpu)
+        print(f"  {path.name} round {n + 1}: base CPU {cpu['base'][-1]:6.2f} s, ours {cpu['ours'][-1]:6.2f} s")
+    fastest = {side: min(times) for side, times in cpu.items()}
+    median = statistics.median(o / b for o, b in zip(cpu["ours"], cpu["base"], strict=True))
+    change = (fastest["ours"] / fastest["base"] - 1) * 100
+    print(
+        f"  {path.name}: fastest base {fastest['base']:.2f} s, ours {fastest['ours']:.2f} s: {change:+.1f} %;"
+        f" median of the rounds' ratios {median:.3f}"
+    )
