@@ -253,6 +253,7 @@ class Engine:
         cited = [anchor] if anchor is not None else []
         evidence = list(dict.fromkeys([e.origin for e in cited] + [e.origin for e in hits]))
         sender = first.side.value if first.side is not None else "the recording"
+        said = first.said_cancelled  # a reply's own word that it answers a cancelled request
         text = _render(
             rule.message,
             method=tl.method,
@@ -262,6 +263,7 @@ class Engine:
             sender=sender,
             receiver=tl.requester.other.value,
             revision=tl.revision,
+            detail=None if said is None else f"the reply itself says the request was cancelled ({said})",
         )
         return Finding(
             rule_id=rule.id,
