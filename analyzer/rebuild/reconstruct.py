@@ -371,7 +371,7 @@ class Reconstructor:
             invalid = session.learn(item.method, message.payload)
             if invalid is not None:  # like every invalid message (CW302, once per input): of no request
                 self._out.append(session.anomaly(event, AnomalyName.JSONRPC_INVALID_MESSAGE, invalid))
-            if session.awaiting_read:
+            if session.awaiting_read and message.payload.get("isError") is not True:  # a failed read checked nothing
                 holds.verify_reads(session, item, entry, self.options.verifying_reads)
         if session.awaiting_proof:
             holds.prove_order(session, item, event.seq)
