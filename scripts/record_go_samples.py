@@ -30,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
 
-from loopback import loopback_capture  # noqa: E402
+from loopback import TSHARK, loopback_capture  # noqa: E402
 
 OUT = REPO / "sample_captures" / "gosdk"
 CLIENT_SECONDS = 30.0
@@ -83,25 +83,54 @@ def http_server(peer: Path, port: int, flags: tuple[str, ...]) -> Iterator[None]
             proc.wait()
 
 
-def http(*server_flags: str, reply: bool) -> Callable[[Path, Path], None]:
+def http(
+    *server_flags: str, reply: bool, closed_first: bool = False, h2c: bool = False
+) -> Callable[[Path, Path], None]:
     """Over HTTP/1.1 the client closes the call's connection (FIN) and POSTs the cancel on another; the
     server's handler returns `context canceled` at once, and whether the SDK still writes that result on
     the closed stream depends on which it notices first (about half the runs each way). A run is kept
-    when its capture shows the wanted side of that race (`reply`), else recorded again."""
+    when its capture shows the wanted side of that race (`reply`), else recorded again. `closed_first`:
+    kept only when the call's stream had ended (the client's RST) before the cancel's POST (the POST's
+    new connection is set up in parallel: either order happens).
+
+    `h2c`: both peers speak HTTP/2 with prior knowledge (Go's `http.Protocols`). The client resets the
+    call's stream (RST_STREAM) and POSTs the cancel on a new stream of the same connection, in either
+    order (about half the runs each); the server writes nothing more on a reset stream. A run is kept
+    when the reset came first."""
+
+    protocol = ("-h2c",) if h2c else ()
 
     def scenario(peer: Path, out: Path) -> None:
         for attempt in range(1, ATTEMPTS + 1):
             port = free_port()
-            with http_server(peer, port, server_flags), loopback_capture(out, f"tcp port {port}"):
+            with http_server(peer, port, (*server_flags, *protocol)), loopback_capture(out, f"tcp port {port}"):
                 url = f"http://127.0.0.1:{port}/mcp"
-                subprocess.run([str(peer), "client-http", "-url", url], check=True, timeout=CLIENT_SECONDS, cwd=REPO)
+                subprocess.run(
+                    [str(peer), "client-http", "-url", url, *protocol], check=True, timeout=CLIENT_SECONDS, cwd=REPO
+                )
                 time.sleep(0.5)  # the client's last segments (FIN, RST) reach the capture
-            if (CANCELLED_RESULT in out.read_bytes()) is reply:
+            if (CANCELLED_RESULT in out.read_bytes()) is reply and (
+                not closed_first or _reset_before_cancel(out, port, h2c)
+            ):
                 return
             print(f"  attempt {attempt}: the other side of the race, again", flush=True)
-        raise RuntimeError(f"{out.name}: {ATTEMPTS} attempts, none with reply={reply}")
+        raise RuntimeError(
+            f"{out.name}: {ATTEMPTS} attempts, none as wanted (reply={reply}, closed_first={closed_first})"
+        )
 
     return scenario
+
+
+def _reset_before_cancel(capture: Path, port: int, h2c: bool) -> bool:
+    """tshark: the first reset (RST_STREAM, or a TCP RST) comes before the frame of notifications/cancelled."""
+    if h2c:
+        decode, reset, cancel = ["-d", f"tcp.port=={port},http2"], "http2.type == 3", "http2.data.data"
+    else:
+        decode, reset, cancel = [], "tcp.flags.reset == 1", "http.file_data"
+    wanted = f'{reset} || {cancel} contains "notifications/cancelled"'
+    argv = [TSHARK, "-r", str(capture), *decode, "-Y", wanted, "-T", "fields", "-e", reset.split()[0]]
+    shown = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60).stdout.splitlines()
+    return bool(shown) and shown[0].split(",")[0] in ("3", "1", "True")
 
 
 ATTEMPTS = 10
@@ -111,8 +140,10 @@ CANCELLED_RESULT = b'"text":"context canceled"}],"isError":true'
 SCENARIOS: dict[str, tuple[str, Callable[[Path, Path], None]]] = {
     "gosdk-stdio-cancel-slow-tool": ("jsonl", stdio()),
     "gosdk-http-cancel-reply-after-close": ("pcapng", http(reply=True)),
-    "gosdk-http-cancel-stream-closed-first": ("pcapng", http(reply=False)),
-    "gosdk-http-cancel-read-fails": ("pcapng", http("-ledger-unavailable", reply=False)),
+    "gosdk-http-cancel-no-reply": ("pcapng", http(reply=False)),
+    "gosdk-http-cancel-read-fails": ("pcapng", http("-ledger-unavailable", reply=False, closed_first=True)),
+    # over HTTP/2 the server writes nothing more on the reset stream: the one race is reset vs cancel POST
+    "gosdk-h2c-cancel-stream-reset-first": ("pcapng", http(reply=False, closed_first=True, h2c=True)),
 }
 
 

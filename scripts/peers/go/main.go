@@ -4,9 +4,9 @@
 // chooses the tools and the scenario. Build it with scripts/build_go_peers.py.
 //
 //	gopeer server-stdio [-ledger-unavailable]
-//	gopeer server-http -addr 127.0.0.1:PORT [-ledger-unavailable]
+//	gopeer server-http -addr 127.0.0.1:PORT [-h2c] [-ledger-unavailable]
 //	gopeer client-stdio -- SERVER COMMAND ...
-//	gopeer client-http -url http://127.0.0.1:PORT/mcp
+//	gopeer client-http -url http://127.0.0.1:PORT/mcp [-h2c]
 //
 // The client lists the tools, calls append_ledger with a progress token,
 // cancels the call's context once the 2nd progress notification arrived (the
@@ -145,6 +145,17 @@ func runClient(ctx context.Context, transport mcp.Transport, wait time.Duration)
 	return session.Ping(ctx, nil)
 }
 
+// protocols is HTTP/1.1 only, or unencrypted HTTP/2 only (h2c with prior knowledge).
+func protocols(h2c bool) *http.Protocols {
+	p := new(http.Protocols)
+	if h2c {
+		p.SetUnencryptedHTTP2(true)
+	} else {
+		p.SetHTTP1(true)
+	}
+	return p
+}
+
 func main() {
 	if len(os.Args) < 2 {
 		log.Fatal("usage: gopeer server-stdio|server-http|client-stdio|client-http [flags]")
@@ -154,6 +165,7 @@ func main() {
 	addr := flags.String("addr", "127.0.0.1:8000", "server-http: address to listen on")
 	url := flags.String("url", "http://127.0.0.1:8000/mcp", "client-http: the server's MCP endpoint")
 	unavailable := flags.Bool("ledger-unavailable", false, "server: read_ledger answers isError \"ledger unavailable\"")
+	h2c := flags.Bool("h2c", false, "server-http, client-http: HTTP/2 without TLS (prior knowledge) instead of HTTP/1.1")
 	wait := flags.Duration("wait", 2*time.Second, "client: how long to keep the session open after the cancel")
 	_ = flags.Parse(os.Args[2:])
 	ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
@@ -166,7 +178,7 @@ func main() {
 		handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newServer(*unavailable) }, nil)
 		mux := http.NewServeMux()
 		mux.Handle("/mcp", handler)
-		err = http.ListenAndServe(*addr, mux)
+		err = (&http.Server{Addr: *addr, Handler: mux, Protocols: protocols(*h2c)}).ListenAndServe()
 	case "client-stdio":
 		args := flags.Args()
 		if len(args) == 0 {
@@ -176,7 +188,10 @@ func main() {
 		cmd.Stderr = os.Stderr
 		err = runClient(ctx, &mcp.CommandTransport{Command: cmd}, *wait)
 	case "client-http":
-		err = runClient(ctx, &mcp.StreamableClientTransport{Endpoint: *url}, *wait)
+		transport := http.DefaultTransport.(*http.Transport).Clone()
+		transport.Protocols = protocols(*h2c)
+		client := &http.Client{Transport: transport}
+		err = runClient(ctx, &mcp.StreamableClientTransport{Endpoint: *url, HTTPClient: client}, *wait)
 	default:
 		log.Fatalf("unknown mode %q", mode)
 	}
