@@ -46,9 +46,16 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def stdio(*server_flags: str) -> Callable[[Path, Path], None]:
+def stdio(*server_flags: str, sdk1: bool = False) -> Callable[[Path, Path], None]:
+    """`sdk1`: the server is scripts/peers/sdk1_server.py under SDK1_PYTHON (a venv with `mcp` 1.x)."""
+
     def scenario(peer: Path, out: Path) -> None:
         server = [str(peer), "server-stdio", *server_flags]
+        if sdk1:
+            python = os.environ.get("SDK1_PYTHON")
+            if not python:
+                raise SystemExit(f"{out.name}: set SDK1_PYTHON to the python of a venv with mcp==1.30.0")
+            server = [python, str(REPO / "scripts" / "peers" / "sdk1_server.py")]
         argv = [str(peer), "client-stdio", "--", *recorder(out), *server]
         subprocess.run(argv, check=True, timeout=CLIENT_SECONDS, env=child_env(), cwd=REPO)
 
@@ -139,6 +146,8 @@ CANCELLED_RESULT = b'"text":"context canceled"}],"isError":true'
 
 SCENARIOS: dict[str, tuple[str, Callable[[Path, Path], None]]] = {
     "gosdk-stdio-cancel-slow-tool": ("jsonl", stdio()),
+    # the Go client against the Python SDK 1.x server (SDK1_PYTHON=/path/to/venv/bin/python)
+    "gosdk-client-pysdk1-server-stdio-cancel": ("jsonl", stdio(sdk1=True)),
     "gosdk-http-cancel-reply-after-close": ("pcapng", http(reply=True)),
     "gosdk-http-cancel-no-reply": ("pcapng", http(reply=False)),
     "gosdk-http-cancel-read-fails": ("pcapng", http("-ledger-unavailable", reply=False, closed_first=True)),

@@ -62,4 +62,4 @@ def test_what_it_said_is_ours_not_the_replys() -> None:
     hostile = "context canceled\x1b[2J"
     said = says_cancelled(_error(-1, hostile))
     assert said is not None and "\x1b" not in said.words
-    assert said.words == f"an error in {CancelWords.GO_CONTEXT_CANCELED.whose} words, 'context canceled'"
+    assert said.words == f"an error that reads {CancelWords.GO_CONTEXT_CANCELED.whose}, 'context canceled'"

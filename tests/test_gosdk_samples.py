@@ -36,6 +36,12 @@ EXPECTED: dict[str, Verdict] = {
         {("response-after-cancel", 3, "error", "exact", (9, 10))},
         [(3, "late-result-violation", "exact")],
     ),
+    # the SDKs' words: python-sdk 1.30.0's server answers a cancelled call {"code":0,"message":
+    # "Request cancelled"} 1 ms after the cancel (2025-11-25, negotiated after server/discover failed)
+    "gosdk-client-pysdk1-server-stdio-cancel.jsonl": (
+        {("response-after-cancel", 4, "warning", "exact", (108, 110))},
+        [(4, "late-result-violation", "exact")],
+    ),
     "gosdk-http-cancel-reply-after-close.pcapng": (
         {
             ("cancel-mechanism-mismatch", 4, "warning", "exact", (32,)),

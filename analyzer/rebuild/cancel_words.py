@@ -77,7 +77,7 @@ def _error(message: Message) -> SaidCancelled | None:
     lowered = text[:MAX_TEXT].lower()
     words = next((w for w in CancelWords if w.text in lowered), None)
     if words is not None:
-        return SaidCancelled(Certainty.EXACT, f"an error in {words.whose} words, {words.text!r}")
+        return SaidCancelled(Certainty.EXACT, f"an error that reads {words.whose}, {words.text!r}")
     if "cancel" in lowered:
         return SaidCancelled(Certainty.EXACT, "an error whose message names the cancel")
     return None
