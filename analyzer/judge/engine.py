@@ -331,11 +331,11 @@ def _absence(
     )
     if anchor is None:
         return None
-    response = _response_stream(tl, anchor)
-    ends = [e for e in tl.entries if _selects(never, tl, e, cancelled) and _on_stream(e, response)]
-    if any(e.seq < anchor.seq and e.kind in _STREAM_ENDS for e in ends):
-        return None
-    closer = next((e for e in ends if e.seq > anchor.seq), None)
+    response = _response_stream(tl, anchor) if never.events & _STREAM_ENDS else None
+    ends = (e for e in tl.entries if _selects(never, tl, e, cancelled) and _on_stream(e, response))
+    closer = next((e for e in ends if e.seq > anchor.seq or e.kind in _STREAM_ENDS), None)
+    if closer is not None and closer.seq < anchor.seq:
+        return None  # the stream had ended before the anchor: nothing was left open
     if closer is None:
         if not tl.ended_by_recording:
             return None
