@@ -8,15 +8,13 @@ from cancelwire.model import (
     CancelMechanism,
     Certainty,
     EntryKind,
-    Message,
-    MessageKind,
     Origin,
     Relation,
     Side,
     TimelineEntry,
     Vantage,
 )
-from cancelwire.rebuild.ordering import relate, says_cancelled
+from cancelwire.rebuild.ordering import relate
 
 ORIGIN = Origin("x")
 
@@ -35,7 +33,7 @@ def _reply(seq: int = 9, ts: float | None = 10.02) -> TimelineEntry:
 
 
 def _relate(cancel: CancelInfo, entry: TimelineEntry, vantage: Vantage, **kw: object) -> tuple[Relation, Certainty]:
-    args: dict[str, object] = {"proof_seq": None, "names_cancel": False, "race_window": None, **kw}
+    args: dict[str, object] = {"proof_seq": None, "names_cancel": None, "race_window": None, **kw}
     return relate(cancel, Side.CLIENT, entry, vantage=vantage, **args)  # type: ignore[arg-type]
 
 
@@ -49,7 +47,9 @@ def _relate(cancel: CancelInfo, entry: TimelineEntry, vantage: Vantage, **kw: ob
         (Vantage.PROXY, {"race_window": 0.001}, (Relation.AFTER, Certainty.INFERRED)),
         (Vantage.PROXY, {"proof_seq": 8}, (Relation.AFTER, Certainty.EXACT)),
         (Vantage.PROXY, {"proof_seq": 12}, (Relation.CROSSING, Certainty.INFERRED)),  # proof came later
-        (Vantage.PROXY, {"names_cancel": True}, (Relation.AFTER, Certainty.EXACT)),
+        (Vantage.PROXY, {"names_cancel": Certainty.EXACT}, (Relation.AFTER, Certainty.EXACT)),
+        # a reply whose words only suggest it: after the cancel, but no surer than its words
+        (Vantage.PROXY, {"names_cancel": Certainty.INFERRED}, (Relation.AFTER, Certainty.INFERRED)),
     ],
 )
 def test_notification_cancel(vantage: Vantage, kw: dict[str, object], expected: tuple[Relation, Certainty]) -> None:
@@ -69,13 +69,3 @@ def test_no_timestamps_and_no_proof_stays_a_race() -> None:
 
 def test_before_the_cancel_is_before() -> None:
     assert _relate(_cancel(), _reply(seq=3, ts=9.0), Vantage.PROXY) == (Relation.BEFORE, Certainty.EXACT)
-
-
-def test_only_error_replies_that_name_the_cancel_prove_it() -> None:
-    def error(payload: dict[str, object]) -> Message:
-        return Message(MessageKind.ERROR, 1, None, payload, "")
-
-    assert says_cancelled(error({"code": -32800, "message": "x"}))
-    assert says_cancelled(error({"code": -1, "message": "Request Cancelled by user"}))
-    assert not says_cancelled(error({"code": -32603, "message": "internal error"}))
-    assert not says_cancelled(Message(MessageKind.RESULT, 1, None, {"message": "cancelled"}, ""))

@@ -172,7 +172,7 @@ def _reply_after_hold(
         reply,
         vantage=session.start.vantage,
         proof_seq=tomb.proof_seq,
-        names_cancel=False,
+        names_cancel=None,
         race_window=session.race_window,
     )
     gap = None if event.ts is None or cancel.entry.ts is None else event.ts - cancel.entry.ts

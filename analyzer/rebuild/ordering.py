@@ -14,8 +14,6 @@ from ..model import (
     CancelInfo,
     CancelMechanism,
     Certainty,
-    Message,
-    MessageKind,
     Relation,
     Side,
     TimelineEntry,
@@ -37,17 +35,6 @@ DEFAULT_RACE_WINDOWS: Mapping[Vantage, float] = {
     Vantage.UNKNOWN: 0.25,
 }
 
-#: The error code SDKs use for "request cancelled" (LSP's RequestCancelled, adopted by the MCP SDKs).
-REQUEST_CANCELLED_CODE = -32800
-
-
-def says_cancelled(message: Message) -> bool:
-    """An error reply that names the cancel was written after the cancel was read: an ordering proof."""
-    if message.kind is not MessageKind.ERROR:
-        return False
-    text = message.payload.get("message")
-    return message.payload.get("code") == REQUEST_CANCELLED_CODE or (isinstance(text, str) and "cancel" in text.lower())
-
 
 def relate(
     cancel: CancelInfo,
@@ -56,7 +43,7 @@ def relate(
     *,
     vantage: Vantage,
     proof_seq: int | None,
-    names_cancel: bool,
+    names_cancel: Certainty | None,
     race_window: float | None,
     crossed: bool = False,
 ) -> tuple[Relation, Certainty]:
@@ -64,8 +51,8 @@ def relate(
 
     `proof_seq`: from this position on, the receiver provably had read the cancel (stdio: it answered
     a request the requester sent after the cancel; pipes are read in order). `names_cancel`: the entry
-    is a reply that says it answers the cancel. `crossed`: two recordings prove the entry crossed the
-    cancel in flight (`SessionStart.crossed`).
+    is a reply that says it answers the cancel (`cancel_words.says_cancelled`), as sure as its words say.
+    `crossed`: two recordings prove the entry crossed the cancel in flight (`SessionStart.crossed`).
     """
     if entry.seq < cancel.entry.seq:
         return Relation.BEFORE, Certainty.EXACT
@@ -82,8 +69,8 @@ def relate(
         return Relation.AFTER, Certainty.EXACT  # the client's FIN/RST was already on the wire
     if proof_seq is not None and entry.seq >= proof_seq:
         return Relation.AFTER, Certainty.EXACT
-    if names_cancel:
-        return Relation.AFTER, Certainty.EXACT
+    if names_cancel is not None:
+        return Relation.AFTER, names_cancel  # its content says it was written after the cancel
     if entry.ts is None or cancel.entry.ts is None:
         return Relation.CROSSING, Certainty.INFERRED
     window = DEFAULT_RACE_WINDOWS[vantage] if race_window is None else race_window

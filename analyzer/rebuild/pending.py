@@ -16,6 +16,7 @@ from ..model import (
     Anomaly,
     AnomalyName,
     CancelInfo,
+    Certainty,
     EntryKind,
     MessageEvent,
     RequestId,
@@ -234,7 +235,7 @@ class SessionState:
 
     # -- the pending table -----------------------------------------------------------------
 
-    def add_entry(self, item: PendingRequest, entry: TimelineEntry, *, names_cancel: bool = False) -> None:
+    def add_entry(self, item: PendingRequest, entry: TimelineEntry, *, names_cancel: Certainty | None = None) -> None:
         """Add an entry to a request's timeline, tagged once with where it stands relative to the cancel."""
         cancel = item.cancel
         if cancel is not None and entry is not cancel.entry:
