@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from ..model import (
     Anomaly,
@@ -34,6 +35,16 @@ MAX_OPEN_GROUPS = 10_000
 anomaly of that group then starts a new one, reported as a second finding."""
 
 
+class SkipKind(StrEnum):
+    """Why a rule was not judged on a session."""
+
+    NOT_IN_FORCE = "not-in-force"
+    """The session's revision (over its transport) gives the rule no level: it was judged, with nothing to
+    say. The reports name the revision's rule set once, not under "Not judged"."""
+    UNRECORDED = "unrecorded"
+    """The recording cannot show what the rule's verdict rests on (or a reply could not be read)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Skip:
     """A rule that did not apply to a session, and why (shown in every report)."""
@@ -42,6 +53,7 @@ class Skip:
     rule: str
     session_key: str
     reason: str
+    kind: SkipKind = SkipKind.UNRECORDED
 
 
 @dataclass(slots=True)
@@ -78,7 +90,7 @@ class Engine:
             where = f"{revision} over {transport}" if transport else str(revision)
             self.skips.setdefault(
                 (rule.id, session),
-                Skip(rule.id, rule.slug, session, f"not in force under {where}"),
+                Skip(rule.id, rule.slug, session, f"not in force under {where}", SkipKind.NOT_IN_FORCE),
             )
         return level
 
