@@ -26,6 +26,7 @@ from ..model import (
     TimelineEntry,
     Transport,
 )
+from ..rebuild.ordering import DEFAULT_RACE_WINDOWS
 from .rule import Condition, Firing, Party, Rule, Selector, Shape, StreamRelation, Timing, Where
 
 MAX_EVIDENCE = 8
@@ -262,6 +263,7 @@ class Engine:
             sender=sender,
             receiver=tl.requester.other.value,
             revision=tl.revision,
+            detail=_window_basis(rule, tl) if certainty is Certainty.INFERRED else None,
         )
         return Finding(
             rule_id=rule.id,
@@ -381,6 +383,18 @@ def _timed(timing: Timing | None, tl: RequestTimeline, anchor: TimelineEntry, en
     is_cancel = tl.cancel is not None and anchor.seq == tl.cancel.entry.seq
     relation = entry.relation if is_cancel else Relation.AFTER
     return relation is (Relation.AFTER if timing is Timing.LATE else Relation.CROSSING)
+
+
+def _window_basis(rule: Rule, tl: RequestTimeline) -> str | None:
+    """Why the race window that timed this finding is what it is, when the recording's round trips set it."""
+    window = tl.measured_window
+    if rule.condition.timing is None or window is None:
+        return None
+    return (
+        f"race window {window:.3f} s, the fastest round trip this recording shows for a {tl.requester.value} "
+        f"request (above the {tl.vantage.value} default {DEFAULT_RACE_WINDOWS[tl.vantage]:g} s): a reply within "
+        "one round trip of the cancel may have left before the cancel arrived"
+    )
 
 
 def _render(

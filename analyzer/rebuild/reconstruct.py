@@ -361,6 +361,7 @@ class Reconstructor:
             return
         entry = message_entry(kind, sender, event)
         session.add_entry(item, entry, names_cancel=says_cancelled(message))
+        session.time_reply(item, event.ts)
         first_reply = not item.replied
         item.replied = True
         if first_reply and (item.is_task or session.tasks is not None):

@@ -1,0 +1,125 @@
+"""A slow link between two recordings (sample_captures/slow-link/): the race window a recording measures
+from its own round trips, and which of two `proxy` recordings is nearer the server in `--merge`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from cancelwire.run.pipeline import AuditOptions, audit
+from cancelwire.run.results import AuditResult
+
+from tests.transcripts import Line, write_transcript
+
+SLOW = Path(__file__).resolve().parent.parent / "sample_captures" / "slow-link"
+NAME = "sdk-stdio-result-crosses-cancel"
+CLIENT_END = SLOW / f"{NAME}.client-end.jsonl"
+SERVER_END = SLOW / f"{NAME}.server-end.jsonl"
+
+
+def _run(*paths: Path, merge: bool = False) -> AuditResult:
+    return audit([str(p) for p in paths], AuditOptions(merge=merge))
+
+
+def _findings(result: AuditResult) -> set[tuple[str, Any, str, str, tuple[str, ...]]]:
+    return {
+        (
+            f.rule_id,
+            f.request_id,
+            f.severity.value,
+            f.certainty.value,
+            tuple(o.display().split("/")[-1] for o in f.evidence),
+        )
+        for f in result.findings
+    }
+
+
+def _outcomes(result: AuditResult) -> list[tuple[Any, str, str]]:
+    return [(c.request_id, c.outcome.value, c.certainty.value) for c in result.cancellations]
+
+
+def test_the_client_end_measures_its_round_trip_and_calls_the_reply_a_race() -> None:
+    """The result came 0.100 s after the cancel; the recording's fastest round trip took 0.126 s, so
+    it may have crossed the cancel (with the proxy's 50 ms default it was a violation)."""
+    result = _run(CLIENT_END)
+    assert _findings(result) == {
+        ("CW103", 5, "info", "inferred", (f"{NAME}.client-end.jsonl:12", f"{NAME}.client-end.jsonl:13"))
+    }
+    (finding,) = result.findings
+    assert finding.message == (
+        "the reply to tools/call (id 5) crossed the cancel in flight (0.100 s after it); the server may have "
+        "answered before it read the cancel: race window 0.126 s, the fastest round trip this recording shows "
+        "for a client request (above the proxy default 0.05 s): a reply within one round trip of the cancel "
+        "may have left before the cancel arrived"
+    )
+    assert _outcomes(result) == [(5, "late-result-discarded", "inferred")]
+
+
+def test_the_server_end_alone_sees_a_cancel_after_completion() -> None:
+    result = _run(SERVER_END)
+    assert _findings(result) == {("CW106", 5, "info", "inferred", (f"{NAME}.server-end.jsonl:13",))}
+    assert _outcomes(result) == []
+
+
+def test_merged_the_server_end_is_primary_and_proves_the_crossing() -> None:
+    result = _run(CLIENT_END, SERVER_END, merge=True)
+    assert _findings(result) == {
+        ("CW103", 5, "info", "exact", (f"{NAME}.client-end.jsonl:12", f"{NAME}.server-end.jsonl:12"))
+    }
+    assert _outcomes(result) == [(5, "late-result-discarded", "exact")]
+    (summary,) = result.merges
+    assert [(c.source.split("/")[-1], c.role) for c in summary.recordings] == [
+        (f"{NAME}.server-end.jsonl", "primary"),
+        (f"{NAME}.client-end.jsonl", "secondary"),
+    ]
+    # the input order does not matter: the shorter round trips decide
+    assert _findings(_run(SERVER_END, CLIENT_END, merge=True)) == _findings(result)
+
+
+def _session(tmp_path: Path, name: str, *, reply_after: float, late: float, shift: float = 0.0) -> Path:
+    """A proxy transcript: tools/list answered REPLY_AFTER s after it is sent, then a call cancelled and
+    answered LATE s after the cancel."""
+    lines: list[Line] = [
+        (1.0 + shift, "c2s", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        (1.0 + reply_after + shift, "s2c", {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}),
+        (2.0 + shift, "c2s", {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "t"}}),
+        (3.0 + shift, "c2s", {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}),
+        (3.0 + late + shift, "s2c", {"jsonrpc": "2.0", "id": 2, "result": {"content": []}}),
+        (4.0 + shift, "c2s", {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+        (4.0 + reply_after + shift, "s2c", {"jsonrpc": "2.0", "id": 3, "result": {"tools": []}}),
+    ]
+    return write_transcript(tmp_path / name, lines)
+
+
+def test_a_reply_later_than_the_measured_round_trip_is_still_a_violation(tmp_path: Path) -> None:
+    fast = _run(_session(tmp_path, "fast.jsonl", reply_after=0.01, late=0.1))
+    assert [(f.rule_id, f.certainty.value) for f in fast.findings] == [("CW101", "inferred")]
+    assert "race window" not in next(iter(fast.findings)).message  # the default stood: nothing to explain
+    slow = _run(_session(tmp_path, "slow.jsonl", reply_after=0.2, late=0.3))
+    assert [(f.rule_id, f.certainty.value) for f in slow.findings] == [("CW101", "inferred")]
+    assert _outcomes(slow) == [(2, "late-result-violation", "inferred")]
+
+
+def test_a_round_trip_of_many_seconds_widens_the_window_to_one_second_only(tmp_path: Path) -> None:
+    result = _run(_session(tmp_path, "stalling.jsonl", reply_after=30.0, late=1.5))
+    assert _outcomes(result) == [(2, "late-result-violation", "inferred")]
+
+
+def test_two_recordings_at_one_place_stay_merged_as_one_place(tmp_path: Path) -> None:
+    """Round trips alike (within 10 ms): neither is nearer the server, no crossing is made up."""
+    first = _session(tmp_path, "a.jsonl", reply_after=0.02, late=0.1)
+    second = _session(tmp_path, "b.jsonl", reply_after=0.025, late=0.1, shift=0.001)
+    result = _run(first, second, merge=True)
+    assert [(f.rule_id, f.certainty.value) for f in result.findings] == [("CW101", "inferred")]
+    (summary,) = result.merges
+    assert [(c.source.split("/")[-1], c.role) for c in summary.recordings] == [
+        ("a.jsonl", "primary"),
+        ("b.jsonl", "secondary"),
+    ]
+
+
+def test_the_transcripts_declare_the_proxy_vantage() -> None:
+    for path in (CLIENT_END, SERVER_END):
+        header = json.loads(path.read_text().splitlines()[0])
+        assert header["vantage"] == "proxy"
