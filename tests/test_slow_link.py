@@ -4,13 +4,14 @@ from its own round trips, and which of two `proxy` recordings is nearer the serv
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cancelwire.run.pipeline import AuditOptions, audit
 from cancelwire.run.results import AuditResult
-
-from tests.transcripts import Line, write_transcript
+from transcripts import Line, write_transcript
 
 SLOW = Path(__file__).resolve().parent.parent / "sample_captures" / "slow-link"
 NAME = "sdk-stdio-result-crosses-cancel"
@@ -123,3 +124,30 @@ def test_the_transcripts_declare_the_proxy_vantage() -> None:
     for path in (CLIENT_END, SERVER_END):
         header = json.loads(path.read_text().splitlines()[0])
         assert header["vantage"] == "proxy"
+
+
+# -- captures at both ends of a slow wire (scripts/record_slow_link_captures.py) ----------------------
+
+HTTP = "sdk-http-result-crosses-close"
+needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed")
+
+
+@needs_tshark
+def test_at_the_client_end_the_reply_crossed_the_close() -> None:
+    """Frame 32 is the client's FIN; the response head (frame 33) acknowledges up to the FIN, not past it:
+    the server's TCP did not have it yet. The result (frame 35) comes after the client's RST (frame 34),
+    which the client's kernel sent at the head: sent before the RST reached the server, it is read."""
+    result = _run(SLOW / f"{HTTP}.client-end.pcapng")
+    assert _findings(result) == {
+        ("CW103", 4, "info", "exact", (f"{HTTP}.client-end.pcapng#32", f"{HTTP}.client-end.pcapng#35"))
+    }
+    assert _outcomes(result) == [(4, "late-result-discarded", "exact")]
+
+
+@needs_tshark
+def test_at_the_server_end_a_segment_that_acknowledges_the_fin_is_a_write_after_it() -> None:
+    """The reverse: at the server end the result's segment (frame 34) acknowledges the client's FIN (frame 33)."""
+    result = _run(SLOW / f"{HTTP}.server-end.pcapng")
+    evidence = (f"{HTTP}.server-end.pcapng#33", f"{HTTP}.server-end.pcapng#34")
+    assert _findings(result) == {("CW101", 4, "error", "exact", evidence), ("CW201", 4, "error", "exact", evidence)}
+    assert _outcomes(result) == [(4, "late-result-violation", "exact")]

@@ -239,8 +239,11 @@ class SessionState:
 
     # -- the pending table -----------------------------------------------------------------
 
-    def add_entry(self, item: PendingRequest, entry: TimelineEntry, *, names_cancel: bool = False) -> None:
-        """Add an entry to a request's timeline, tagged once with where it stands relative to the cancel."""
+    def add_entry(
+        self, item: PendingRequest, entry: TimelineEntry, *, names_cancel: bool = False, crossed: bool = False
+    ) -> None:
+        """Add an entry to a request's timeline, tagged once with where it stands relative to the cancel
+        (`crossed`: its recording proves it crossed the close, `MessageEvent.crossed`)."""
         cancel = item.cancel
         if cancel is not None and entry is not cancel.entry:
             if item.window is None:
@@ -253,7 +256,7 @@ class SessionState:
                 proof_seq=item.proof_seq,
                 names_cancel=names_cancel,
                 race_window=item.window,
-                crossed=entry.seq in self.start.crossed,
+                crossed=crossed or entry.seq in self.start.crossed,
             )
             entry = replace(entry, relation=relation, certainty=certainty)
         # `EntryLog.add` inline: once per message, and the call cost 1.4 % of a stdio audit (A/B)

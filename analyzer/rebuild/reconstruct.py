@@ -360,7 +360,7 @@ class Reconstructor:
                 self._out.append(late)
             return
         entry = message_entry(kind, sender, event)
-        session.add_entry(item, entry, names_cancel=says_cancelled(message))
+        session.add_entry(item, entry, names_cancel=says_cancelled(message), crossed=event.crossed)
         session.time_reply(item, event.ts)
         first_reply = not item.replied
         item.replied = True

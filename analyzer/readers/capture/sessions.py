@@ -154,6 +154,8 @@ class Sessions:
         self.frame = 0
         """The frame being read (the origin of what it completes)."""
         self.ts: float | None = None
+        self.crossed = False
+        """The server bytes being read left before the client's close reached the server (`MessageEvent.crossed`)."""
         self._started: set[str] = set()
         self._legacy: dict[str, str] = {}
         """Session id (or endpoint URI) from a legacy `endpoint` event → session key."""
