@@ -12,6 +12,11 @@ Python SDK under uvicorn) listens on 10.77.0.2:8000 in its namespace; the client
 server's; the server's own log is NAME.server.jsonl.
 
 Scenarios:
+  handwritten-h2c-result-crosses-reset   the same call over HTTP/2 with prior knowledge (h2c) to the SDK
+        server under hypercorn (`scripts/peers/http2_sdk_server.py`), from a HAND-WRITTEN client
+        (`scripts/peers/http2_raw_clients.py reset-after`: the SDK client over HTTP/2 sends nothing when it
+        abandons a call, see sample_captures/http2/README.md) that resets the call's stream
+        (RST_STREAM CANCEL) GIVE_UP seconds after it, on a connection that stays open.
   sdk-http-result-crosses-close   the SDK client (2026-07-28, `mcp.Client` over `streamable_http_client`)
         lists the tools, echoes once, then calls `slow_write(steps=1)` (its result 0.2 s after the server
         reads the call) under a time limit of GIVE_UP seconds (`anyio.move_on_after`, as an application's
@@ -72,7 +77,7 @@ def wire() -> tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]]:
     return holder, link
 
 
-def record(out: Path, name: str, client: list[str]) -> None:
+def record(out: Path, name: str, server: str, client: list[str]) -> None:
     holder, link = wire()
     procs: list[subprocess.Popen[bytes]] = []
     try:
@@ -83,7 +88,7 @@ def record(out: Path, name: str, client: list[str]) -> None:
             ),
         ]
         procs += caps
-        server_argv = [sys.executable, str(PEERS / "http_sdk_server.py"), "--host", SERVER_ADDR[0]]
+        server_argv = [sys.executable, str(PEERS / server), "--host", SERVER_ADDR[0]]
         server_argv += [
             "--port",
             str(SERVER_ADDR[1]),
@@ -92,16 +97,16 @@ def record(out: Path, name: str, client: list[str]) -> None:
             "--max-seconds",
             "30",
         ]
-        server = subprocess.Popen(in_peer(holder.pid, *server_argv), stdout=subprocess.PIPE)
-        procs.append(server)
-        assert server.stdout is not None
-        if server.stdout.readline().strip() != b"READY":
+        peer = subprocess.Popen(in_peer(holder.pid, *server_argv), stdout=subprocess.PIPE)
+        procs.append(peer)
+        assert peer.stdout is not None
+        if peer.stdout.readline().strip() != b"READY":
             raise RuntimeError("the server did not start")
         time.sleep(1.0)  # dumpcap is capturing by now
         subprocess.run(client, check=True, timeout=40)
         time.sleep(1.0)
-        server.send_signal(signal.SIGINT)
-        server.wait(timeout=10)
+        peer.send_signal(signal.SIGINT)
+        peer.wait(timeout=10)
         for cap in caps:
             cap.send_signal(signal.SIGINT)
             cap.wait(timeout=10)
@@ -139,7 +144,7 @@ def main() -> int:
     parser.add_argument("--give-up", type=float, default=GIVE_UP)
     parser.add_argument("--client", choices=["sdk"], help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.client == "sdk":
+    if args.client is not None:
         import anyio
 
         anyio.run(sdk_client, args.give_up)
@@ -149,10 +154,23 @@ def main() -> int:
         return subprocess.run(["unshare", "-rn", sys.executable, *sys.argv], env=env, check=False).returncode
     args.out.mkdir(parents=True, exist_ok=True)
     me = [sys.executable, __file__, "--give-up", str(args.give_up)]
-    scenarios = {"sdk-http-result-crosses-close": [*me, "--client", "sdk"]}
-    for name, client in scenarios.items():
+    scenarios = {
+        "sdk-http-result-crosses-close": ("http_sdk_server.py", [*me, "--client", "sdk"]),
+        "handwritten-h2c-result-crosses-reset": (
+            "http2_sdk_server.py",
+            [
+                sys.executable,
+                str(PEERS / "http2_raw_clients.py"),
+                "reset-after",
+                str(SERVER_ADDR[1]),
+                SERVER_ADDR[0],
+                str(args.give_up),
+            ],
+        ),
+    }
+    for name, (server, client) in scenarios.items():
         if not args.only or name in args.only:
-            record(args.out.resolve(), name, client)
+            record(args.out.resolve(), name, server, client)
     return 0
 
 

@@ -151,3 +151,25 @@ def test_at_the_server_end_a_segment_that_acknowledges_the_fin_is_a_write_after_
     evidence = (f"{HTTP}.server-end.pcapng#33", f"{HTTP}.server-end.pcapng#34")
     assert _findings(result) == {("CW101", 4, "error", "exact", evidence), ("CW201", 4, "error", "exact", evidence)}
     assert _outcomes(result) == [(4, "late-result-violation", "exact")]
+
+
+H2 = "handwritten-h2c-result-crosses-reset"
+
+
+@needs_tshark
+def test_http2_frames_sent_before_the_stream_reset_arrived_crossed_it() -> None:
+    """RFC 9113 6.4: the client's RST_STREAM (frame 15) ends at client sequence 2136736778; the server's
+    head, progress and result (frames 16-22) acknowledge 2136736765 only: sent before the server had it.
+    Before: CW101, CW102 and CW201, exact."""
+    result = _run(SLOW / f"{H2}.client-end.pcapng")
+    assert _findings(result) == {
+        ("CW103", 1, "info", "exact", (f"{H2}.client-end.pcapng#15", f"{H2}.client-end.pcapng#20"))
+    }
+    assert _outcomes(result) == [(1, "late-result-discarded", "exact")]
+
+
+@needs_tshark
+def test_at_the_server_end_the_result_came_before_the_stream_reset() -> None:
+    result = _run(SLOW / f"{H2}.server-end.pcapng")
+    assert _findings(result) == set()
+    assert _outcomes(result) == []

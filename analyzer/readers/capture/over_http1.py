@@ -72,8 +72,9 @@ class HttpCapture:
                     self.bytes(conn, True, event.data)
                     continue
                 self.sessions.crossed = conn.reset_by_client or conn.tcp.before_client_fin(event.acked)
+                self.sessions.acked = event.acked
                 self.bytes(conn, False, event.data)
-                self.sessions.crossed = False
+                self.sessions.crossed, self.sessions.acked = False, None
             elif isinstance(event, WindowZero):
                 self._window_zero(conn)
             elif isinstance(event, Lost):

@@ -343,7 +343,7 @@ class TcpConnection:
         """Server bytes sent with acknowledgement ACKED left before the server's TCP had the client's FIN
         (a TCP acknowledges everything it holds in every segment it sends): they crossed the close."""
         up = self.up
-        return up.fin and acked is not None and _seqdiff(acked, (up.fin_seq + 1) & 0xFFFFFFFF) < 0
+        return up.fin and acked is not None and seq_before(acked, (up.fin_seq + 1) & 0xFFFFFFFF)
 
     def finish(self) -> list[TcpEvent]:
         """The end of the capture: give up on every hole still waiting to be filled."""
@@ -351,6 +351,11 @@ class TcpConnection:
         self.up.skip_gap(out)
         self.down.skip_gap(out)
         return out
+
+
+def seq_before(a: int, b: int) -> bool:
+    """Sequence number A comes before B (modulo 2**32, as TCP compares them)."""
+    return _seqdiff(a, b) < 0
 
 
 def _seqdiff(a: int, b: int) -> int:
