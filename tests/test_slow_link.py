@@ -51,7 +51,7 @@ def test_the_client_end_measures_its_round_trip_and_calls_the_reply_a_race() -> 
     assert finding.message == (
         "the reply to tools/call (id 5) crossed the cancel in flight (0.100 s after it); the server may have "
         "answered before it read the cancel: race window 0.126 s, the fastest round trip this recording shows "
-        "for a client request (above the proxy default 0.05 s): a reply within one round trip of the cancel "
+        "for a client request (wider than the proxy default): a reply within one round trip of the cancel "
         "may have left before the cancel arrived"
     )
     assert _outcomes(result) == [(5, "late-result-discarded", "inferred")]

@@ -26,7 +26,6 @@ from ..model import (
     TimelineEntry,
     Transport,
 )
-from ..rebuild.ordering import DEFAULT_RACE_WINDOWS
 from .rule import Condition, Firing, Party, Rule, Selector, Shape, StreamRelation, Timing, Where
 
 MAX_EVIDENCE = 8
@@ -392,7 +391,7 @@ def _window_basis(rule: Rule, tl: RequestTimeline) -> str | None:
         return None
     return (
         f"race window {window:.3f} s, the fastest round trip this recording shows for a {tl.requester.value} "
-        f"request (above the {tl.vantage.value} default {DEFAULT_RACE_WINDOWS[tl.vantage]:g} s): a reply within "
+        f"request (wider than the {tl.vantage.value} default): a reply within "
         "one round trip of the cancel may have left before the cancel arrived"
     )
 
