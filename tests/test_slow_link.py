@@ -173,3 +173,26 @@ def test_at_the_server_end_the_result_came_before_the_stream_reset() -> None:
     result = _run(SLOW / f"{H2}.server-end.pcapng")
     assert _findings(result) == set()
     assert _outcomes(result) == []
+
+
+CROSSING = Path(__file__).resolve().parent / "fixtures" / "crossing"
+
+
+@needs_tshark
+def test_an_sse_result_whose_tail_was_captured_before_the_fin_was_written_before_it() -> None:
+    """Timed by when its bytes were first captured (the tail, frame 6, acknowledging short of the FIN), not
+    by the retransmitted head (frame 8) that completed it."""
+    result = _run(CROSSING / "sse-tail-before-fin.pcapng")
+    evidence = ("sse-tail-before-fin.pcapng#7", "sse-tail-before-fin.pcapng#8")
+    assert _findings(result) == {("CW103", 2, "info", "exact", evidence)}
+    assert _outcomes(result) == [(2, "late-result-discarded", "exact")]
+
+
+@needs_tshark
+def test_an_sse_result_first_sent_after_the_fin_is_a_write_after_it() -> None:
+    result = _run(CROSSING / "sse-after-fin.pcapng")
+    assert _findings(result) == {
+        ("CW101", 2, "error", "exact", ("sse-after-fin.pcapng#6", "sse-after-fin.pcapng#8")),
+        ("CW201", 2, "error", "exact", ("sse-after-fin.pcapng#6", "sse-after-fin.pcapng#7", "sse-after-fin.pcapng#8")),
+    }
+    assert _outcomes(result) == [(2, "late-result-violation", "exact")]
