@@ -68,8 +68,8 @@ class HttpCapture:
     def tcp(self, conn: Conn, events: list[TcpEvent]) -> None:
         for event in events:
             if type(event) is Delivered:  # by far the most common: tested first, without isinstance
-                if event.from_client:
-                    self.bytes(conn, True, event.data)
+                if event.from_client or not (conn.tcp.up.fin or conn.reset_by_client or conn.h2 is not None):
+                    self.bytes(conn, event.from_client, event.data)  # no close of the client's to cross
                     continue
                 self.sessions.crossed = conn.reset_by_client or conn.tcp.before_client_fin(event.acked)
                 self.sessions.acked = event.acked

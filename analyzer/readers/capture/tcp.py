@@ -326,7 +326,7 @@ class TcpConnection:
         if flags & SYN:
             flow.next = (f.seq + 1) & 0xFFFFFFFF
         if payload:
-            if flags & ACK:
+            if not from_client and flags & ACK:  # only the server's acknowledgements place a client's close
                 flow.note_sent(f.seq, len(payload), f.ack)
             flow.accept(f.seq, payload, f.number, out)
         if flags & FIN:
