@@ -191,7 +191,7 @@ def _many_cancels(tmp_path: Path, calls: int) -> Path:
     init = {"protocolVersion": "2025-11-25"}
     lines: list[Line] = [
         (0.0, "c2s", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}),
-        (0.1, "s2c", {"jsonrpc": "2.0", "id": 0, "result": init}),
+        (0.01, "s2c", {"jsonrpc": "2.0", "id": 0, "result": init}),  # a 10 ms round trip: 0.1 s is late
     ]
     for i in range(1, calls + 1):
         lines.append((float(i), "c2s", {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "t"}}))

@@ -275,7 +275,13 @@ class Engine:
             sender=sender,
             receiver=tl.requester.other.value,
             revision=tl.revision,
-            detail=None if said is None else f"the reply itself says the request was cancelled ({said})",
+            detail=(
+                f"the reply itself says the request was cancelled ({said})"
+                if said is not None
+                else _window_basis(rule, tl)
+                if certainty is Certainty.INFERRED
+                else None
+            ),
         )
         return Finding(
             rule_id=rule.id,
@@ -424,6 +430,18 @@ def _timed(timing: Timing | None, tl: RequestTimeline, anchor: TimelineEntry, en
     is_cancel = tl.cancel is not None and anchor.seq == tl.cancel.entry.seq
     relation = entry.relation if is_cancel else Relation.AFTER
     return relation is (Relation.AFTER if timing is Timing.LATE else Relation.CROSSING)
+
+
+def _window_basis(rule: Rule, tl: RequestTimeline) -> str | None:
+    """Why the race window that timed this finding is what it is, when the recording's round trips set it."""
+    window = tl.measured_window
+    if rule.condition.timing is None or window is None:
+        return None
+    return (
+        f"race window {window:.3f} s, the fastest round trip this recording shows for a {tl.requester.value} "
+        f"request (wider than the {tl.vantage.value} default): a reply within "
+        "one round trip of the cancel may have left before the cancel arrived"
+    )
 
 
 def _render(
