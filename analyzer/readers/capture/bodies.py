@@ -147,8 +147,8 @@ class Bodies:
         """The response's bytes stop being decoded: named as a reply not read; what is held of it is let go."""
         self._unread(ex, problem.name, f"{ex.id}: response body: {problem.detail}")
         if ex.sse is not None:
-            ex.sse.drop_pending()
-            self._hold(ex, ex.sse.buffered)
+            ex.sse.finish()  # the event it stopped inside is part of what the anomaly names
+            self._hold(ex, 0)
         else:
             self._release(ex)
 
