@@ -3,6 +3,7 @@ Starlette's GZipMiddleware (sample_captures/http*/sdk-*-gzip-*), the decoder's b
 
 from __future__ import annotations
 
+import base64
 import gzip
 import zlib
 from pathlib import Path
@@ -16,6 +17,8 @@ from cancelwire.readers.capture.over_http1 import HttpCapture
 from cancelwire.readers.capture.reader import READER
 from cancelwire.readers.capture.sessions import Sessions
 from cancelwire.readers.capture.tcp import TcpConnection
+from cancelwire.readers.har.entry import EntryProblem
+from cancelwire.readers.har.entry import parse as har_parse
 from cancelwire.readers.http.encoding import PIECE, RATIO_AFTER, BodyDecoder, codings
 from cancelwire.readers.inflate import InflateLimits
 from cancelwire.reports.document import build
@@ -236,3 +239,20 @@ def test_a_gzip_request_body_is_decoded_and_an_unreadable_one_named() -> None:
     reply += b'{"jsonrpc":"2.0","id":2,"result":{}}  '
     assert _exchange(_post(gzip.compress(CALL), "gzip"), reply) == [(1, "request", 2), (4, "result", 2)]
     assert _exchange(_post(b"\x28\xb5\x2f\xfd", "zstd"), reply) == [(1, "http.body-not-decoded", None, False)]
+
+
+def test_a_har_body_kept_still_gzip_is_inflated_and_a_broken_one_named() -> None:
+    """An exporter without the decoder keeps the bytes as they came (base64); text that is already decoded
+    (every browser, mitmproxy) is left as it is whatever the header says."""
+    reply = b'{"jsonrpc":"2.0","id":2,"result":{}}'
+    content = {"mimeType": "application/json", "encoding": "base64"}
+    response = {"status": 200, "headers": [{"name": "Content-Encoding", "value": "gzip"}], "content": content}
+    entry = {"startedDateTime": "2026-01-01T00:00:00Z", "request": {"method": "POST", "url": "http://h/mcp"}}
+    entry["response"] = response
+    content["text"] = base64.b64encode(gzip.compress(reply)).decode()
+    assert har_parse(entry, 0, 1).response_body == reply.decode()
+    content["text"] = base64.b64encode(reply).decode()
+    assert har_parse(entry, 0, 1).response_body == reply.decode()
+    content["text"] = base64.b64encode(gzip.compress(reply)[:-3]).decode()
+    with pytest.raises(EntryProblem, match="ends before its gzip data does"):
+        har_parse(entry, 0, 1)

@@ -6,7 +6,9 @@ the wild; a missing optional field is read as absent, never as an error. Timings
 phases `blocked`, `dns`, `connect` (which includes `ssl`), `send`, `wait`, `receive` run one after
 another in milliseconds, and -1 (or anything not a non-negative number) means the phase did not
 happen or was not recorded. Browser extras (`_initiator`, `_resourceType`, `_priority`, ...) are
-ignored; `response._error` (Chromium, mitmproxy) is read.
+ignored; `response._error` (Chromium, mitmproxy) is read. Exporters keep bodies decoded; a base64 body whose bytes
+are still gzip or deflate, as its Content-Encoding says (what an exporter without the decoder keeps), is decoded
+(`http.encoding`), within the inflate ratio; one that does not decode makes the entry unreadable.
 """
 
 from __future__ import annotations
@@ -19,10 +21,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ...model.timestamps import plausible
+from ..http.encoding import BodyDecoder, codings
+from ..inflate import DEFAULT_LIMITS
 
 MAX_HEADERS = 1000
 """Headers read per message; a real request has a few dozen."""
 SESSION_ID = "mcp-session-id"
+MAX_INFLATED = 64 << 20
+"""Bytes an encoded body is inflated to at most (an entry's own limit, `scan.MAX_ENTRY_BYTES`)."""
 _BEFORE_SEND = ("blocked", "dns", "connect")
 #: `_error` texts that say the client gave up on the request (the browser or the client behind the
 #: proxy closed it): Chromium's net::ERR_ABORTED, Firefox's NS_BINDING_ABORTED, mitmproxy's
@@ -120,9 +126,9 @@ def parse(value: Any, index: int, line: int) -> HarExchange:
         first_byte=first_byte,
         ended=ended,
         status=status if isinstance(status, int) and not isinstance(status, bool) and status > 0 else 0,
-        request_body=_body(post),
+        request_body=_body(post, _headers(request.get("headers")).get("content-encoding")),
         request_mime=_text(post.get("mimeType")),
-        response_body=_body(content),
+        response_body=_body(content, _headers(response.get("headers")).get("content-encoding")),
         response_mime=_text(content.get("mimeType")) or _headers(response.get("headers")).get("content-type", ""),
         response_size=_size(content.get("size")),
         error=error if isinstance(error, str) and error else None,
@@ -193,8 +199,9 @@ def _values(value: Any, name: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _body(table: dict[str, Any]) -> str | None:
-    """A postData's or content's text, base64-decoded when `encoding` says so."""
+def _body(table: dict[str, Any], coding: str | None = None) -> str | None:
+    """A postData's or content's text, base64-decoded when `encoding` says so (and then inflated when its
+    bytes are still in the gzip or deflate of the message's Content-Encoding)."""
     text = table.get("text")
     if not isinstance(text, str):
         return None
@@ -207,4 +214,24 @@ def _body(table: dict[str, Any]) -> str | None:
         raw = binascii.a2b_base64(text, strict_mode=True)
     except binascii.Error as exc:
         raise EntryProblem(f"a base64 body that does not decode: {exc}") from None
+    if coding and _still_encoded(raw):
+        raw = _inflated(raw, coding)
     return raw.decode("utf-8", "replace")
+
+
+def _still_encoded(raw: bytes) -> bool:
+    """gzip's magic, or a zlib header (deflate): no JSON or SSE text starts so."""
+    return raw[:2] == b"\x1f\x8b" or (len(raw) > 1 and raw[0] & 0x0F == 8 and ((raw[0] << 8) | raw[1]) % 31 == 0)
+
+
+def _inflated(raw: bytes, coding: str) -> bytes:
+    decoder = BodyDecoder(codings(coding), DEFAULT_LIMITS.max_ratio)
+    out = bytearray()
+    for piece in decoder.feed(raw):
+        out += piece
+        if len(out) > MAX_INFLATED:
+            raise EntryProblem(f"a {coding[:40]!r} body that inflates past {MAX_INFLATED} bytes")
+    decoder.finish()
+    if decoder.problem is not None:
+        raise EntryProblem(f"a body in Content-Encoding that does not decode: {decoder.problem.detail}")
+    return bytes(out)
