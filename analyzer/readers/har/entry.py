@@ -14,6 +14,7 @@ are still gzip or deflate, as its Content-Encoding says (what an exporter withou
 from __future__ import annotations
 
 import binascii
+import json
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,6 +28,8 @@ from ..inflate import DEFAULT_LIMITS
 MAX_HEADERS = 1000
 """Headers read per message; a real request has a few dozen."""
 SESSION_ID = "mcp-session-id"
+MAX_PARAMS = 10_000
+"""`postData.params` pairs read per body; a JSON-RPC message has four members."""
 MAX_INFLATED = 64 << 20
 """Bytes an encoded body is inflated to at most (an entry's own limit, `scan.MAX_ENTRY_BYTES`)."""
 _BEFORE_SEND = ("blocked", "dns", "connect")
@@ -79,11 +82,15 @@ class HarExchange:
     """`response._error`: why the request failed or was given up."""
     response_timed: bool
     """The response phases (`wait`, `receive`) were recorded: `ended` is when it really ended."""
+    unfinished: bool = False
+    """The response's bytes came (`content.size`) but its load never finished: `_transferSize` covers its head
+    only (`bodySize` 0) and no text is kept. chrome-har writes a fetch the page aborted (Chromium's
+    net::ERR_ABORTED after the response head) so, with no `_error`; a load that finished counts its body."""
 
     @property
     def abandoned(self) -> bool:
-        """The HAR says the client gave up on the request (see `ABANDONED`)."""
-        return self.error is not None and any(mark in self.error for mark in ABANDONED)
+        """The HAR says the client gave up on the request (see `ABANDONED`, and `unfinished`)."""
+        return self.unfinished or (self.error is not None and any(mark in self.error for mark in ABANDONED))
 
     def header(self, name: str) -> str | None:
         """A request header, else the same response header (`Mcp-Session-Id` comes back on initialize)."""
@@ -126,14 +133,59 @@ def parse(value: Any, index: int, line: int) -> HarExchange:
         first_byte=first_byte,
         ended=ended,
         status=status if isinstance(status, int) and not isinstance(status, bool) and status > 0 else 0,
-        request_body=_body(post, _headers(request.get("headers")).get("content-encoding")),
+        request_body=_body(post, _headers(request.get("headers")).get("content-encoding")) or _from_params(post),
         request_mime=_text(post.get("mimeType")),
         response_body=_body(content, _headers(response.get("headers")).get("content-encoding")),
         response_mime=_text(content.get("mimeType")) or _headers(response.get("headers")).get("content-type", ""),
         response_size=_size(content.get("size")),
         error=error if isinstance(error, str) and error else None,
         response_timed=wait > 0 or receive > 0 or not timings,
+        unfinished=_unfinished(response, content),
     )
+
+
+def _unfinished(response: dict[str, Any], content: dict[str, Any]) -> bool:
+    """See `HarExchange.unfinished`."""
+    transfer, body = response.get("_transferSize"), response.get("bodySize")
+    return (
+        "text" not in content
+        and _size(content.get("size")) > 0
+        and _size(transfer) >= 0
+        and isinstance(body, int)
+        and not isinstance(body, bool)
+        and body == 0
+    )
+
+
+def _from_params(post: dict[str, Any]) -> str | None:
+    """A JSON body kept as `postData.params` without `text`, as chrome-har writes every `application/json` body
+    (`toNameValuePairs(JSON.parse(body))`: a member per pair, an array member as one pair per element, a top-level
+    array as members "0", "1", ...), put back as JSON text. A member given twice is an array again (one of one
+    element cannot be told from its element: no JSON-RPC member is such an array)."""
+    params = post.get("params")
+    if "text" in post or not isinstance(params, list) or "json" not in _text(post.get("mimeType")).lower():
+        return None
+    members: dict[str, Any] = {}
+    for item in params[:MAX_PARAMS]:
+        name = item.get("name") if isinstance(item, dict) else None
+        if not isinstance(name, str) or "value" not in item:
+            continue
+        if name in members:
+            held = members[name]
+            members[name] = _Repeated([*held, item["value"]] if isinstance(held, _Repeated) else [held, item["value"]])
+        else:
+            members[name] = item["value"]
+    if not members:
+        return None
+    names = list(members)
+    whole: Any = members
+    if names == [str(n) for n in range(len(names))]:  # a batch: JSON.parse gave an array
+        whole = [members[n] for n in names]
+    return json.dumps(whole, ensure_ascii=False)
+
+
+class _Repeated(list[Any]):
+    """Values of a member named more than once (an array member, split into pairs)."""
 
 
 def _object(value: Any) -> dict[str, Any]:
