@@ -227,12 +227,12 @@ def test_bad_entries_are_named_and_skipped(tmp_path: Path) -> None:
     entries = [7, "x", {"request": {}}, good | {"startedDateTime": "yesterday"}, nested, base64, good]
     events = _events(_write(tmp_path, entries))
     details = [d for _, _, d in _anomalies(events)]
-    assert details == [
+    assert details == [  # what the scan cannot keep, as it goes; then the entries read by start, those without first
         "entry 0 skipped: an entry must be an object",
         "entry 1 skipped: an entry must be an object",
+        f"entry 4 skipped: nested deeper than {MAX_DEPTH} levels",
         'entry 2 skipped: no "startedDateTime"',
         "entry 3 skipped: startedDateTime 'yesterday' is not an ISO 8601 time",
-        f"entry 4 skipped: nested deeper than {MAX_DEPTH} levels",
         "entry 5 skipped: a base64 body that does not decode: Incorrect padding",
     ]
     assert [e.message.id for e in events if isinstance(e, MessageEvent)] == [1]
@@ -279,13 +279,27 @@ def test_an_entry_over_the_size_limit_is_skipped_not_kept() -> None:
 def test_past_the_reorder_buffer_events_come_out_of_order_and_the_report_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A file on disk is read by start time whatever the buffer (`order`); a gzip one (or a pipe) is read in one
+    pass, where past the buffer an entry that started before events let go comes after them, named."""
     monkeypatch.setattr("cancelwire.readers.har.reader.MAX_REORDER", 1)
     pings = [_entry(f"2026-01-01T00:00:0{s}Z", _rpc(id=s, method="ping")) for s in (5, 6, 1)]
     path = _write(tmp_path, pings)
-    assert [e.message.id for e in _events(path) if isinstance(e, MessageEvent)] == [5, 1, 6]
+    assert [e.message.id for e in _events(path) if isinstance(e, MessageEvent)] == [1, 5, 6]
+    packed = tmp_path / "x.har.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    events = _events(packed)
+    assert [e.message.id for e in events if isinstance(e, MessageEvent)] == [5, 1, 6]
+    assert [(name, line) for name, line, _ in _anomalies(events)] == [("har.entry-out-of-order", 56)]  # entry 2
     monkeypatch.chdir(tmp_path)
-    notes = build(audit([path.name]))["unjudged"]
-    assert "x.har#s: timestamps go backwards (log time); order follows the file, gaps are rough" in notes
+    report = build(audit([packed.name]))
+    assert (
+        "x.har.gz#s: timestamps go backwards (log time); order follows the file, gaps are rough" in report["unjudged"]
+    )
+    late = [f for f in report["findings"] if f["rule_id"] == "CW942"]  # (the pings are unanswered: CW108)
+    assert [(f["severity"], f["certainty"]) for f in late] == [("warning", "inferred")]
+    assert late[0]["message"].startswith(
+        "a HAR entry came after events it started before: entry 2 starts 4.000 s before events already read"
+    )
 
 
 def test_a_cut_gzip_names_both_the_cut_and_the_damage(tmp_path: Path) -> None:

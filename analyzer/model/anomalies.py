@@ -178,6 +178,8 @@ class AnomalyName(StrEnum):
     """A HAR entry's Mcp-Session-Id headers disagree; the session it was put in is named (CW936)."""
     HAR_REPLIES_ELSEWHERE = "har.replies-elsewhere"
     """An HTTP+SSE session's replies go on its SSE stream, which the HAR does not hold readably (CW937)."""
+    HAR_ENTRY_OUT_OF_ORDER = "har.entry-out-of-order"
+    """A HAR entry that starts before events the reorder buffer had to let go: its order is inferred (CW942)."""
 
     # merge.*: two recordings of one session (--merge), or one session recorded twice
     MERGE_MESSAGE_LOST = "merge.message-lost"

@@ -105,14 +105,14 @@ def parse(value: Any, index: int, line: int) -> HarExchange:
     if not isinstance(request, dict):
         raise EntryProblem('no "request" object')
     response = _object(value.get("response"))
-    started = _started(value.get("startedDateTime"))
+    start = started(value.get("startedDateTime"))
     timings = _object(value.get("timings"))
-    sent = started + (sum(_ms(timings, k) for k in _BEFORE_SEND) + _ms(timings, "send")) / 1000
+    sent = start + (sum(_ms(timings, k) for k in _BEFORE_SEND) + _ms(timings, "send")) / 1000
     wait, receive = _ms(timings, "wait"), _ms(timings, "receive")
     first_byte = sent + wait / 1000
     ended = first_byte + receive / 1000
     if not timings:  # no phases at all: only the total `time`
-        first_byte = ended = started + _ms(value, "time") / 1000
+        first_byte = ended = start + _ms(value, "time") / 1000
     content = _object(response.get("content"))
     post = _object(request.get("postData"))
     url = _text(request.get("url"))
@@ -128,7 +128,7 @@ def parse(value: Any, index: int, line: int) -> HarExchange:
         response_headers=_headers(response.get("headers")),
         request_session_ids=_values(request.get("headers"), SESSION_ID),
         response_session_ids=_values(response.get("headers"), SESSION_ID),
-        started=started,
+        started=start,
         sent=sent,
         first_byte=first_byte,
         ended=ended,
@@ -209,7 +209,7 @@ def _ms(table: dict[str, Any], key: str) -> float:
     return value if math.isfinite(value) and 0 <= value < 1e12 else 0.0
 
 
-def _started(value: Any) -> float:
+def started(value: Any) -> float:
     if not isinstance(value, str):
         raise EntryProblem('no "startedDateTime"')
     try:
