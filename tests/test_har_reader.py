@@ -324,3 +324,32 @@ def test_a_legacy_sse_stream_is_named_not_misplaced(tmp_path: Path) -> None:
     ((name, _, detail),) = _anomalies(events)
     assert name == "har.entry-unreadable" and "legacy HTTP+SSE stream" in detail
     assert not any(isinstance(e, MessageEvent) for e in events)
+
+
+def test_a_long_call_written_after_more_entries_than_the_buffer_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mitmproxy's order (entries as flows finish): a call (id 100) started at 1 s and answered at 60 s comes after
+    its cancel (10.5 s) and 40 pings: more events than a buffer of 20 holds (as a 30 MB HAR of that order is for
+    100,000). On disk it is read by start: the cancel meets its call (a reply after it, exact). Gzip, read in one
+    pass, the call comes after the cancel let go: cancel-unknown-request "never sent" [exact] as before this
+    change, but now with CW942 naming the entry that came too late (inferred)."""
+    monkeypatch.setattr("cancelwire.readers.har.reader.MAX_REORDER", 20)
+    pings = [
+        _entry(f"2026-01-01T00:00:{2 + n / 2:06.3f}Z", _rpc(id=n, method="ping"), f"data: {_rpc(id=n, result={})}\n\n")
+        for n in range(40)
+    ]
+    cancel = _entry("2026-01-01T00:00:10.5Z", _rpc(method="notifications/cancelled", params={"requestId": 100}))
+    cancel["response"] = {"status": 202}
+    reply = f"data: {_rpc(id=100, error={'code': -32800, 'message': 'Request cancelled'})}\n\n"
+    call = _entry("2026-01-01T00:00:01Z", _rpc(id=100, method="tools/call", params={"name": "w"}), reply, wait=59000)
+    path = _write(tmp_path, [*pings[:17], cancel, *pings[17:], call])
+    monkeypatch.chdir(tmp_path)
+
+    def verdicts(name: str) -> list[tuple[str, str, Any]]:
+        report = build(audit([name]))
+        return sorted((f["rule_id"], f["certainty"], f["request_id"]) for f in report["findings"])
+
+    assert verdicts(path.name) == [("CW101", "exact", 100)]
+    (tmp_path / "x.har.gz").write_bytes(gzip.compress(path.read_bytes()))
+    assert verdicts("x.har.gz") == [("CW105", "exact", 100), ("CW942", "inferred", None)]

@@ -156,6 +156,8 @@ class HarEvents:
         self.options = options
         self._let_go = -math.inf
         """The latest time of an event let go so far."""
+        self._forced = False
+        """The reorder buffer was full: an event was let go before the file proved its order."""
         self.vantage = options.session_vantage(Vantage.UNKNOWN)
         self.seq = 0
         self.mcp = 0
@@ -229,16 +231,22 @@ class HarEvents:
         heapq.heappush(self._heap, item)
         self._held_bytes += item.weight
         while len(self._heap) > MAX_REORDER or self._held_bytes > MAX_REORDER_BYTES:
+            self._forced = True
             yield from self._emit(heapq.heappop(self._heap))
 
     def _out_of_order(self, index: int, earliest: float, key: str, origin: Origin) -> _Queued:
         """An entry that starts before events already let go (the buffer was full, or the file was read in one
         pass): named, never silently."""
         gap = self._let_go - earliest
+        why = (
+            f"the reorder buffer let them go at its limit ({MAX_REORDER} events, or the events of "
+            f"{MAX_REORDER_BYTES >> 20} MiB of entries) before the file proved their order"
+            if self._forced
+            else "it names a later startedDateTime first (a key given twice), by which it was put in order"
+        )
         detail = (
-            f"entry {index} starts {gap:.3f} s before events already read: the reorder buffer let them go at its "
-            f"limit ({MAX_REORDER} events, or the events of {MAX_REORDER_BYTES >> 20} MiB of entries) before the "
-            "file proved their order; its messages come after them, so what their order says is inferred"
+            f"entry {index} starts {gap:.3f} s before events already read: {why}; its messages come after them, "
+            "so what their order says is inferred"
         )
         name = AnomalyName.HAR_ENTRY_OUT_OF_ORDER
         make: Make = lambda seq, k: Anomaly(seq, earliest, origin, k, name, detail, gap=gap)  # noqa: E731
