@@ -8,12 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cancelwire.model import Anomaly, MessageEvent, TransportEvent
+from cancelwire.model import Anomaly, MessageEvent, Origin, TransportEvent
 from cancelwire.readers import InputSource, ReadOptions
-from cancelwire.readers.har.entry import parse
+from cancelwire.readers.har.entry import EntryProblem, parse
+from cancelwire.readers.har.entry_events import exchange_events
 from cancelwire.readers.har.reader import READER
 from cancelwire.reports.document import build
 from cancelwire.run.pipeline import audit
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_captures" / "har" / "chromium-chrome-har-cancel.har"
@@ -120,3 +123,34 @@ def test_a_finished_load_without_text_is_a_body_left_out_not_an_abort() -> None:
     assert not parse(
         _entry(post, {**finished, "bodySize": 0, "_transferSize": 270, "content": {**content, "text": ""}}), 0, 1
     ).abandoned
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    params=st.one_of(_JSON, st.lists(st.one_of(_JSON, st.fixed_dictionaries({"name": _JSON, "value": _JSON})))),
+    mime=st.sampled_from(["application/json", "application/json; charset=utf-8", "text/plain", 7]),
+    response=st.fixed_dictionaries(
+        {
+            "status": _JSON,
+            "bodySize": _JSON,
+            "_transferSize": _JSON,
+            "content": st.dictionaries(st.sampled_from(["size", "text", "mimeType"]), _JSON),
+        }
+    ),
+)
+def test_any_params_or_response_shape_reads_or_is_named(params: Any, mime: Any, response: Any) -> None:
+    """Hostile `postData.params` and response sizes: an entry is read (its body JSON text or None) or refused with
+    `EntryProblem`, never anything else; whatever comes back goes through the events without an exception."""
+    try:
+        ex = parse(_entry({"mimeType": mime, "params": params}, response), 0, 1)
+    except EntryProblem:
+        return
+    assert ex.request_body is None or isinstance(json.loads(ex.request_body), dict | list)
+    exchange_events(ex, Origin("x.har", line=1), "x.har")
