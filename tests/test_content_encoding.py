@@ -16,7 +16,7 @@ from cancelwire.readers.capture.conn import Conn, ConnKind
 from cancelwire.readers.capture.over_http1 import HttpCapture
 from cancelwire.readers.capture.reader import READER
 from cancelwire.readers.capture.sessions import Sessions
-from cancelwire.readers.capture.tcp import TcpConnection
+from cancelwire.readers.capture.tcp import Closed, TcpConnection
 from cancelwire.readers.har.entry import EntryProblem
 from cancelwire.readers.har.entry import parse as har_parse
 from cancelwire.readers.http.encoding import PIECE, RATIO_AFTER, BodyDecoder, codings
@@ -256,3 +256,22 @@ def test_a_har_body_kept_still_gzip_is_inflated_and_a_broken_one_named() -> None
     content["text"] = base64.b64encode(gzip.compress(reply)[:-3]).decode()
     with pytest.raises(EntryProblem, match="ends before its gzip data does"):
         har_parse(entry, 0, 1)
+
+
+def test_a_gzip_body_cut_by_the_server_says_both_counts() -> None:
+    """Content-Length counts the encoded bytes: a cut names the decoded bytes and the encoded ones."""
+    body = gzip.compress(BODY)
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+    sessions = Sessions("cap.pcapng", Vantage.WIRE)
+    http = HttpCapture(sessions)
+    conn = Conn(0, TcpConnection(("10.0.0.1", 50000), ("10.0.0.2", 80)))
+    conn.kind = ConnKind.HTTP
+    http.bytes(conn, True, _post(CALL))
+    http.bytes(conn, False, head + f"Content-Length: {len(body)}\r\n\r\n".encode() + body[:40])
+    http.tcp(conn, [Closed(False, 3, None)])
+    (cut,) = [e for e in sessions.out if isinstance(e, Anomaly)]
+    assert (cut.name, cut.request_id, cut.reply_unread) == (AnomalyName.HTTP_BODY_TRUNCATED, 2, True)
+    assert cut.detail.startswith("tcp0/0: the server closed the connection after ")
+    assert cut.detail.endswith(
+        f" response body bytes (decoded from 40 of the {len(body)} announced encoded); its JSON-RPC reply is lost"
+    )

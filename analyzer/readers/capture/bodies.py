@@ -201,10 +201,13 @@ class Bodies:
         if ex.body is None or ex.status == 0:
             return
         declared = f" of the {ex.content_length} announced" if ex.content_length is not None else ""
+        came = f"{ex.body_size}{declared} response body bytes"
+        if ex.decoder is not None:  # Content-Length counts the encoded bytes
+            came = f"{ex.body_size} response body bytes (decoded from {ex.decoder.compressed}{declared} encoded)"
         body = bytes(ex.body)
         self._release(ex)
         decoded = decode_text(body) if body and ex.body_size <= MAX_BODY_BYTES else None
-        detail = f"{ex.id}: {how} after {ex.body_size}{declared} response body bytes"
+        detail = f"{ex.id}: {how} after {came}"
         if decoded is not None and decoded.messages:
             s = self.sessions
             s.anomaly(
