@@ -38,7 +38,7 @@ import orjson
 from ...errors import InputError
 from ...model import Anomaly, AnomalyName, EntryKind, Event, Origin, SessionStart, Transport, Vantage
 from ..base import ReadOptions
-from ..source import InputSource, Seekable
+from ..source import InputSource, InputStream, Seekable
 from ..text.hostlog import MAX_SESSIONS
 from .entry import EntryProblem, HarExchange, parse
 from .entry_events import LEGACY_UNRECORDED, Make, exchange_events
@@ -116,7 +116,7 @@ class HarReader:
         events = HarEvents(source.name, options)
         index = EntryIndex()
         raw.seek(base)
-        scanner = Scanner(raw)
+        scanner = Scanner(InputStream(source.name, raw))  # a read error names the input
         broken: HarSyntaxError | None = None
         try:
             for piece in scanner.pieces():
@@ -130,13 +130,20 @@ class HarReader:
         _not_har(source, scanner, None)
         order = index.by_start()
         for n, at in enumerate(order):
-            raw.seek(base + index.offsets[at])
-            data = raw.read(index.sizes[at])
+            data = _read_at(source, raw, base + index.offsets[at], index.sizes[at])
             yield from events.piece(Piece(Part.ENTRY, index.numbers[at], index.lines[at], index.offsets[at], data))
             yield from events.release(index.next_start(order, n))
         if broken is not None:
             yield from events.broken(broken)
         yield from events.finish(scanner.entries)
+
+
+def _read_at(source: InputSource, raw: Seekable, offset: int, size: int) -> bytes:
+    try:
+        raw.seek(offset)
+        return raw.read(size)
+    except OSError as exc:
+        raise InputError(source.name, f"cannot read: {exc.strerror or exc}") from exc
 
 
 def _not_har(source: InputSource, scanner: Scanner, exc: HarSyntaxError | None) -> None:
