@@ -33,6 +33,7 @@ from ..http.http1 import (
 from ..http.http2 import Http2Connection, looks_http2, looks_http2_server
 from ..http.http2_joined import JoinedHttp2Connection
 from ..http.sse import SseParser
+from ..inflate import DEFAULT_LIMITS
 from .bodies import Bodies
 from .conn import Conn
 from .over_http2 import Http2Capture
@@ -58,9 +59,9 @@ def looks_http_server(data: bytes, server_port: int, http_ports: tuple[int, ...]
 class HttpCapture:
     """The HTTP side of every connection of one capture."""
 
-    def __init__(self, sessions: Sessions) -> None:
+    def __init__(self, sessions: Sessions, max_ratio: float = DEFAULT_LIMITS.max_ratio) -> None:
         self.sessions = sessions
-        self.bodies = Bodies(sessions)
+        self.bodies = Bodies(sessions, max_ratio)
         self.h2 = Http2Capture(self)
 
     # -- TCP ---------------------------------------------------------------------------------------
@@ -283,6 +284,7 @@ class HttpCapture:
             client=conn.tcp.client,
             server=conn.tcp.server,
             http2=event.http_version == "2",
+            request_coding=header(event.headers, "content-encoding"),
         )
         conn.exchanges[event.exchange] = ex
         conn.last = ex
@@ -306,10 +308,7 @@ class HttpCapture:
                 s.resolve(ex, None)
             return
         if event.truncated:
-            self.bodies.messages += 1  # an MCP body, too large to read: the capture does hold MCP traffic
-            ex.request_unread = True
-            if ex.waits_for is WaitsFor.NOTHING:
-                s.resolve(ex, None)
+            self._request_unread(ex)
             s.anomaly(
                 ex.key,
                 AnomalyName.HTTP_BODY_TOO_LARGE,
@@ -317,7 +316,11 @@ class HttpCapture:
                 "replies on this exchange are not judged either",
             )
             return
-        decoded = decode_text(event.body)
+        body = self.bodies.decoded_request(ex, event.body) if ex.request_coding else event.body
+        if body is None:  # an encoded body not read (named): as one too large to read
+            self._request_unread(ex)
+            return
+        decoded = decode_text(body)
         if decoded is not None and len(decoded.messages) == 1 and not decoded.batch:
             ex.request_id, ex.request_method = decoded.messages[0].id, decoded.messages[0].method
         if ex.key is None:
@@ -326,8 +329,15 @@ class HttpCapture:
             elif ex.waits_for is WaitsFor.NOTHING:
                 s.resolve(ex, None)
         sent: list[tuple[Build, Message]] = []
-        self.bodies.json(ex, event.body, Direction.C2S, "request body", sent)
+        self.bodies.json(ex, body, Direction.C2S, "request body", sent)
         s.request_body(ex, sent)
+
+    def _request_unread(self, ex: Exchange) -> None:
+        """A request body that is not read (too large, or encoded unreadably): its replies are not judged."""
+        self.bodies.messages += 1  # an MCP body all the same: the capture does hold MCP traffic
+        ex.request_unread = True
+        if ex.waits_for is WaitsFor.NOTHING:
+            self.sessions.resolve(ex, None)
 
     def _response_head(self, ex: Exchange, event: ResponseHead) -> None:
         ex.status = event.status
@@ -357,6 +367,9 @@ class HttpCapture:
             ex.body = bytearray()
             length = (header(event.headers, "content-length") or "").strip()
             ex.content_length = int(length) if length.isdigit() and len(length) < 20 else None
+        coding = header(event.headers, "content-encoding")
+        if coding is not None:
+            self.bodies.encoded(ex, coding)
 
     def _response_end(self, conn: Conn, ex: Exchange, event: ResponseEnd) -> None:
         conn.exchanges.pop(ex.number, None)

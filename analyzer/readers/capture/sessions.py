@@ -44,6 +44,7 @@ from ...model import (
     Vantage,
 )
 from ..http.delivery import Delivery, answers, delivered, of_status, undelivered
+from ..http.encoding import BodyDecoder
 from ..http.http1 import MAX_BODY_BYTES
 from ..http.sse import SseEvent, SseParser
 
@@ -89,6 +90,11 @@ class Exchange:
     body: bytearray | None = None
     """An `application/json` response body being received (None for other bodies, or once read)."""
     body_size: int = 0
+    """Response body bytes read so far (decoded, when `decoder` is set)."""
+    decoder: BodyDecoder | None = None
+    """The response's Content-Encoding being undone (`encoding`); None for a body sent as it is."""
+    request_coding: str | None = None
+    """The request's Content-Encoding, if it had one."""
     content_length: int | None = None
     """The response's Content-Length, when it had a valid one."""
     request_id: RequestId | None = None
