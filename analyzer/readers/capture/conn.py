@@ -53,6 +53,9 @@ class Conn:
     """The exchange server bytes after a reset are charged to."""
     reset: bool = False
     """An RST ended the connection: later server bytes are only counted (SERVER_BYTES)."""
+    replies_unread: str = ""
+    """Why the server→client direction is no longer read (a gap, a bad response, an HTTP/2 flood or bad
+    frame), once it is not: the replies of its open and later exchanges are not judged as absent."""
     reported: set[tuple[AnomalyName, bool]] = field(default_factory=set)
     """(anomaly, from_client) said once per direction already: overlap conflicts, data after FIN."""
 
@@ -82,5 +85,9 @@ class HttpSide(Protocol):
     bodies: Bodies
 
     def server_bytes(self, ex: Exchange, size: int, why: str) -> None: ...
+
+    def stopped(
+        self, conn: Conn, ex: Exchange | None, name: AnomalyName, detail: str, *, from_client: bool
+    ) -> None: ...
 
     def http_events(self, conn: Conn, events: list[HttpEvent]) -> None: ...

@@ -17,7 +17,7 @@ streams are exchanges); heads, bodies and ends take the same path. Bodies are re
 
 from __future__ import annotations
 
-from ...model import AnomalyName, Direction, Message, TransportEvent, TransportKind
+from ...model import AnomalyName, Direction, Message, Side, TransportEvent, TransportKind
 from ...model.jsonrpc import decode_text
 from ..http.http1 import (
     MAX_BODY_BYTES,
@@ -137,18 +137,39 @@ class HttpCapture:
     def _gap(self, conn: Conn, from_client: bool, lost: int) -> None:
         if not conn.first_time(AnomalyName.CAPTURE_TCP_GAP, from_client):
             return  # that direction is not read any more: later holes add nothing
-        ex = conn.current()
         side = "client→server" if from_client else "server→client"
-        self.sessions.anomaly(
-            ex.key if ex else None,
+        detail = f"tcp stream {conn.stream}: {lost} {side} bytes missing from the capture; "
+        self.stopped(
+            conn,
+            conn.current(),
             AnomalyName.CAPTURE_TCP_GAP,
-            f"tcp stream {conn.stream}: {lost} {side} bytes missing from the capture; "
-            f"HTTP in that direction is not read further",
+            detail + "HTTP in that direction is not read further",
+            from_client=from_client,
         )
         if from_client:
             conn.http.client_broken = True
         else:
             conn.http.server_broken = True
+
+    def stopped(self, conn: Conn, ex: Exchange | None, name: AnomalyName, detail: str, *, from_client: bool) -> None:
+        """A direction of the connection is not read further (`name` says why): what silence no longer proves.
+        Client→server: the client's replies to the server's open requests may be in it. Server→client: the
+        replies of the connection's exchanges, open now or begun later (`unread_replies`)."""
+        self.sessions.anomaly(ex.key if ex else None, name, detail, unread_from=Side.CLIENT if from_client else None)
+        if from_client or conn.replies_unread:
+            return
+        frame = self.sessions.frame
+        conn.replies_unread = f"tcp stream {conn.stream}: server→client not read after frame {frame} ({name})"
+        for open_ex in list(conn.exchanges.values()):
+            if open_ex.request_ended:
+                self.unread_replies(conn, open_ex)
+
+    def unread_replies(self, conn: Conn, ex: Exchange) -> None:
+        """The exchange's answer is on a direction no longer read: its messages are delivered as far as can
+        be known, and its requests' replies (and the stream's end) may be in the recording, unread."""
+        self.sessions.settle(ex, unknown=True)
+        self.sessions.resolve(ex, None)
+        self.sessions.transport(ex, TransportKind.REPLIES_UNREAD, conn.replies_unread)
 
     def _fin(self, conn: Conn, from_client: bool, at: tuple[int, float | None]) -> None:
         if conn.h2 is not None:
@@ -233,7 +254,7 @@ class HttpCapture:
                 ex = conn.exchanges.get(event.exchange) if event.exchange is not None else None
                 who = "request" if event.from_client else "response"
                 detail = f"tcp stream {conn.stream}: {who} is not valid HTTP/1.1: {event.detail}"
-                self.sessions.anomaly(ex.key if ex else None, AnomalyName.HTTP_PARSE_ERROR, detail)
+                self.stopped(conn, ex, AnomalyName.HTTP_PARSE_ERROR, detail, from_client=event.from_client)
                 continue
             if isinstance(event, RequestHead):
                 self._request_head(conn, event)
@@ -245,6 +266,8 @@ class HttpCapture:
                 continue
             if isinstance(event, RequestEnd):
                 self._request_end(ex, event)
+                if conn.replies_unread:
+                    self.unread_replies(conn, ex)
             elif isinstance(event, ResponseHead):
                 self._response_head(ex, event)
                 if event.status == 101:

@@ -127,8 +127,11 @@ class Http2Capture:
             name, detail = AnomalyName.HTTP2_FLOOD, f"{at} flood at frame {frame}: {event.detail}"
         else:
             name, detail = AnomalyName.HTTP2_STREAM_ERROR, f"{at} stream error at frame {frame}: {event.detail}"
-        stops = "" if isinstance(event, StreamError) else "; that direction is not read further"
-        self.sessions.anomaly(ex.key if ex else None, name, detail + stops)
+        if isinstance(event, StreamError):
+            self.sessions.anomaly(ex.key if ex else None, name, detail)
+        else:
+            detail += "; that direction is not read further"
+            self.http.stopped(conn, ex, name, detail, from_client=event.from_client)
 
     def _joined(self, conn: Conn, event: Joined) -> None:
         """What a capture that began mid-connection cannot show (`http2_joined`)."""

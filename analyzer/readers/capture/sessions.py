@@ -208,11 +208,19 @@ class Sessions:
         request_id: RequestId | None = None,
         method: str | None = None,
         frame: int | None = None,
+        unread_from: Side | None = None,
     ) -> None:
-        """An anomaly at the current frame (or at `frame`), in its session (or in none)."""
+        """An anomaly at the current frame (or at `frame`), in its session (or in none); `unread_from`: the
+        reader stopped reading where that side's replies come (`Anomaly.reply_unread` without a request)."""
         ts, origin = self.ts, self.origin(frame)
+        requester, unread = (unread_from.other, True) if unread_from is not None else (None, False)
         if key is not None:
-            build: Build = lambda seq, k: Anomaly(seq, ts, origin, k, name, detail, request_id, method)  # noqa: E731
+
+            def build(seq: int, k: str) -> Event:
+                return Anomaly(
+                    seq, ts, origin, k, name, detail, request_id, method, requester=requester, reply_unread=unread
+                )
+
             self.emit(key, frame or self.frame, ts, build)
         else:
             self.seq += 1
