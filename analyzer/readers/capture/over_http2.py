@@ -40,7 +40,8 @@ class Http2Capture:
         h2 = conn.h2
         if h2 is None:
             return
-        self._events(conn, h2.feed_client(data) if from_client else h2.feed_server(data))
+        at = self.sessions.ts
+        self._events(conn, h2.feed_client(data, at) if from_client else h2.feed_server(data, at))
 
     def upgrade(self, conn: Conn, ex: Exchange, response: Headers) -> None:
         """A 101 to an HTTP/1.1 request with `Upgrade: h2c` (RFC 7540 3.2; RFC 9113 deprecates it, servers
