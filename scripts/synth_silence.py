@@ -5,7 +5,7 @@ HTTP/2 frames from the `h2` package at both ends, HTTP/1.1 as text). Every peer 
 SDK loses segments from a capture, floods, or writes a bad frame on purpose. Deterministic (fixed times).
 
     .venv/bin/python scripts/synth_silence.py fixtures [--out DIR]
-    .venv/bin/python scripts/synth_silence.py idle OUT CONNECTIONS
+    .venv/bin/python scripts/synth_silence.py idle OUT CONNECTIONS [--again]
 
 `fixtures` writes the tests' captures into DIR (tests/fixtures/silence/):
 
@@ -29,7 +29,8 @@ SDK loses segments from a capture, floods, or writes a bad frame on purpose. Det
   `stdio-long-line-none.jsonl.gz`: the same reply at 100 bytes of text.
 
 `idle` writes CONNECTIONS HTTP/1.1 keep-alive connections, each one tools/call answered as JSON and then left
-open (no FIN), for the idle-connection memory measurement.
+open (no FIN), for the idle-connection memory measurement; with `--again`, each then carries a second call
+(answered) and closes.
 """
 
 from __future__ import annotations
@@ -210,14 +211,22 @@ def gzipped(path: Path) -> None:
 # -- idle connections ------------------------------------------------------------------------------------
 
 
-def idle(out: Path, connections: int) -> None:
+def idle(out: Path, connections: int, again: bool) -> None:
     cap = Pcapng(out)
+    tcps = []
     for n in range(connections):
         tcp = Tcp(cap, 10_000 + n % 50_000)
         cap.ts += 0.001
         post(tcp, json.loads(call(n + 1)), None)
         tcp.send(False, json_answer(result(n + 1)))
         ack(tcp, True)
+        tcps.append(tcp)
+    for n, tcp in enumerate(tcps if again else []):
+        cap.ts += 0.001
+        post(tcp, json.loads(call(connections + n + 1)), None)
+        tcp.send(False, json_answer(result(connections + n + 1)))
+        tcp.fin(True)
+        tcp.fin(False)
     cap.close()
 
 
@@ -245,11 +254,12 @@ def main() -> None:
     many = sub.add_parser("idle")
     many.add_argument("out", type=Path)
     many.add_argument("connections", type=int)
+    many.add_argument("--again", action="store_true", help="then a second call on each, and both FINs")
     args = ap.parse_args()
     if args.kind == "fixtures":
         fixtures(args.out)
     else:
-        idle(args.out, args.connections)
+        idle(args.out, args.connections, args.again)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from ..http.http1 import Http1Connection, HttpEvent
 from ..http.http2 import Http2Connection
 from .bodies import Bodies
 from .sessions import Exchange, Sessions
-from .tcp import TcpConnection
+from .tcp import Endpoint, TcpConnection
 
 
 class ConnKind(StrEnum):
@@ -66,6 +66,32 @@ class Conn:
         self.reported.add((name, from_client))
         return True
 
+    def rest(self) -> IdleConn | None:
+        """What the connection keeps while it is at rest (`IdleConn`), or None when it is not: HTTP/1.1 with
+        no exchange open, no byte held for reassembly or parsing, neither side closed, nothing broken or reset
+        (an HTTP/2 connection keeps its HPACK tables: it is never at rest)."""
+        tcp, up, down = self.tcp, self.tcp.up, self.tcp.down
+        if (
+            self.h2 is not None
+            or self.exchanges
+            or self.answered_early
+            or self.reset
+            or self.replies_unread
+            or self.reported
+            or not self.kind.read
+            or up.next is None
+            or down.next is None
+            or up.waiting
+            or down.waiting
+            or up.fin
+            or down.fin
+            or up.gap
+            or down.gap
+            or not self.http.at_rest
+        ):
+            return None
+        return IdleConn(self.stream, tcp.client, tcp.server, up.next, down.next, self.kind, self.http.exchanges)
+
     def open_numbers(self) -> list[int]:
         """Exchanges whose response has not ended, oldest first."""
         return self.h2.open_exchanges() if self.h2 is not None else self.http.open_exchanges()
@@ -76,6 +102,29 @@ class Conn:
             if n in self.exchanges:
                 return self.exchanges[n]
         return None
+
+
+@dataclass(slots=True)
+class IdleConn:
+    """An HTTP/1.1 keep-alive connection at rest (`Conn.rest`): what it takes to go on reading it, a few
+    hundred bytes instead of the several KiB of its parsers and retransmission history, so a capture of many
+    idle connections costs memory by what is open, not by what was. Revived by its next segment that is more
+    than an ACK; retransmissions of bytes from before it rested are not compared any more."""
+
+    stream: int
+    client: Endpoint
+    server: Endpoint
+    up: int
+    """The next client→server sequence number."""
+    down: int
+    kind: ConnKind
+    exchanges: int
+    """Exchanges so far (the next one's number)."""
+
+    def revive(self) -> Conn:
+        tcp = TcpConnection(self.client, self.server, reassemble=self.kind is ConnKind.HTTP)
+        tcp.up.next, tcp.down.next = self.up, self.down
+        return Conn(self.stream, tcp, self.kind, Http1Connection(exchanges=self.exchanges))
 
 
 class HttpSide(Protocol):
