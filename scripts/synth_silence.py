@@ -17,6 +17,9 @@ SDK loses segments from a capture, floods, or writes a bad frame on purpose. Det
   capture ends 30 s later with both connections open. `h1-gap-none.pcapng` is the same with nothing lost.
 * `h1-long-line.pcapng`: the same, but the reply to id 2 has a header line of 40 KiB (over h11's bound on a
   response head: the response is not valid HTTP/1.1 and A's server→client direction is not read after it).
+* `legacy-gap.pcapng`: HTTP+SSE (2024-11-05), every reply on the GET stream of connection G, the POSTs (each
+  202) on P: tools/call id 2, whose reply on G loses a segment the client ACKs; then tools/call id 3, cancelled,
+  answered on G after the gap. `legacy-gap-none.pcapng`: nothing lost.
 * `h2-flood.pcapng`, `h2-bad-frame.pcapng`: the same over HTTP/2 (h2c, prior knowledge) on streams 1, 3, 5:
   after id 2 is sent the server writes 12 000 PING frames at once (a flood), or a DATA frame on stream 0 (a
   malformed frame); id 2's reply and id 3's come after it. `h2-flood-none.pcapng`: no flood.
@@ -120,6 +123,54 @@ def h1_unread(out: Path, how: str) -> None:
     post(b, json.loads(call(4)), SESSION)
     cap.ts += 30.0
     ack(b, False)  # the capture ends 30 s later, both connections still open
+    cap.close()
+
+
+def chunk(data: bytes) -> bytes:
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
+
+def sse_event(message: dict[str, object]) -> bytes:
+    return chunk(b"event: message\ndata: " + json.dumps(message).encode() + b"\n\n")
+
+
+def legacy_unread(out: Path, gap: bool) -> None:
+    """HTTP+SSE (2024-11-05): every reply comes on the GET stream of connection G; the POSTs go on P."""
+    cap = Pcapng(out)
+    g, p = Tcp(cap, 40000), Tcp(cap, 40001)
+    g.send(True, b"GET /sse HTTP/1.1\r\nHost: 127.0.0.2:8000\r\nAccept: text/event-stream\r\n\r\n")
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    g.send(False, head + chunk(b"event: endpoint\ndata: /messages?sessionId=abc\n\n"))
+
+    def message(body: dict[str, object]) -> None:
+        data = json.dumps(body).encode()
+        head = "POST /messages?sessionId=abc HTTP/1.1\r\nHost: 127.0.0.2:8000\r\nContent-Type: application/json\r\n"
+        p.send(True, f"{head}Content-Length: {len(data)}\r\n\r\n".encode() + data)
+        p.send(False, b"HTTP/1.1 202 Accepted\r\nContent-Length: 8\r\n\r\nAccepted")
+
+    init = {**INIT, "protocolVersion": "2024-11-05"}
+    message({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
+    g.send(False, sse_event({"jsonrpc": "2.0", "id": 1, "result": {**READY, "protocolVersion": "2024-11-05"}}))
+    message({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    message(json.loads(call(2)))
+    cap.ts += 1.0
+    reply = sse_event(result(2))
+    if gap:
+        third = len(reply) // 3
+        g.send(False, reply[:third])
+        lose(g, False, reply[third : 2 * third])
+        g.send(False, reply[2 * third :])
+        ack(g, True)
+    else:
+        g.send(False, reply)
+    cap.ts += 1.0
+    message(json.loads(call(3)))
+    cap.ts += 2.0
+    message(CANCEL)
+    cap.ts += 0.5
+    g.send(False, sse_event(result(3, "finished anyway")))
+    cap.ts += 30.0
+    ack(g, True)
     cap.close()
 
 
@@ -235,6 +286,8 @@ def fixtures(out: Path) -> None:
     for how in ("gap", "none", "long-line"):
         h1_unread(out / f"h1-{how}.pcapng", how)
     (out / "h1-none.pcapng").rename(out / "h1-gap-none.pcapng")
+    legacy_unread(out / "legacy-gap.pcapng", True)
+    legacy_unread(out / "legacy-gap-none.pcapng", False)
     for how in ("flood", "bad-frame", "none"):
         h2_unread(out / f"h2-{how}.pcapng", how)
     (out / "h2-none.pcapng").rename(out / "h2-flood-none.pcapng")

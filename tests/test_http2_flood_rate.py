@@ -16,6 +16,8 @@ from cancelwire.readers.http import http2_bounds
 from cancelwire.readers.http.http2 import PREFACE, Http2Connection
 from cancelwire.readers.http.http2_events import Flood
 from fuzzing import ROOT, run_cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 NEEDS_TSHARK = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed")
 
@@ -75,3 +77,17 @@ def test_the_bound_is_a_rate_per_direction(monkeypatch: pytest.MonkeyPatch) -> N
     untimed.feed_client(PREFACE + hf.SettingsFrame(0).serialize())
     out = [e for n in range(200) for e in untimed.feed_client(hf.PingFrame(0).serialize())]
     assert [type(e) for e in out] == [Flood]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 400), st.floats(0.0, 2.0, allow_nan=False))
+def test_frames_that_come_no_faster_than_they_come_back_are_never_a_flood(count: int, spacing: float) -> None:
+    """Any number of PINGs: spaced at least 1/rate apart they never trip the bucket; at once, only past it."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(http2_bounds, "MAX_IDLE_FRAMES", 50)
+        patch.setattr(http2_bounds, "IDLE_FRAMES_PER_SECOND", 10)
+        flooded = bool(_pings(Http2Connection(), count, spacing))
+    if spacing >= 0.1:
+        assert not flooded
+    elif spacing == 0.0:
+        assert flooded == (count + 1 > 50)  # the preface's SETTINGS counts too

@@ -97,6 +97,19 @@ def test_the_same_replies_read_are_judged(name: str) -> None:
     assert _notes(report) == []
 
 
+@NEEDS_TSHARK
+def test_an_http_sse_session_whose_get_stream_is_not_read_judges_none_of_its_replies_absent() -> None:
+    """HTTP+SSE: every reply comes on the GET stream; after its gap, id 2 (open) and id 3 (sent later on
+    another connection, cancelled) are not judged silent. The reverse, nothing lost: the late reply is read."""
+    report = _audit("legacy-gap.pcapng")
+    assert _found(report) == [("http-unreadable", None, "exact"), ("sse-event-cut-off", None, "exact")]
+    assert _calls(report) == [UNREAD]
+    assert _notes(report) == [NOT_JUDGED]
+    read = _audit("legacy-gap-none.pcapng")
+    assert _found(read) == [("response-after-cancel", 3, "inferred")]
+    assert _calls(read) == [READ]
+
+
 def test_a_reply_skipped_as_an_over_long_line_leaves_its_call_unverified_inferred() -> None:
     """stdio: the reply to the cancelled id 2 is a 17 MiB line (skipped); id 3, sent after it, is still
     judged never answered [exact]."""
@@ -145,6 +158,8 @@ def test_each_marker_blinds_the_requests_whose_replies_come_where_it_says() -> N
         _request(6, Side.SERVER, 8, "tcp1/1"),  # after the marker: judged as usual
     ]
     assert _unread(events) == {(Side.CLIENT, 1): server_side, (Side.SERVER, 7): replies}
+    get_stream = TransportEvent(4, 4.0, origin, "s", TransportKind.REPLIES_UNREAD, None, "GET stream")
+    assert _unread([*events[:3], get_stream]) == {(Side.CLIENT, 1): server_side, (Side.CLIENT, 2): server_side}
     line = Anomaly(4, 4.0, origin, "s", AnomalyName.INPUT_LINE_TOO_LONG, "line", reply_unread=True)
     assert _unread([*events[:3], line]) == {
         (Side.CLIENT, 1): replies,

@@ -335,8 +335,10 @@ class SessionState:
 
     def replies_unread(self, stream: str | None) -> None:
         """The server→client direction of an exchange is no longer read (`TransportKind.REPLIES_UNREAD`):
-        the client requests it carries may be answered, and their stream ended, unseen."""
-        for key in self.streams.get(stream or "", ()):
+        the client requests it carries (every open one of the session when `stream` is None: an HTTP+SSE
+        session's replies all come on its GET stream) may be answered, and their stream ended, unseen."""
+        keys = self.streams.get(stream, ()) if stream is not None else [k for k in self.open if k[0] is Side.CLIENT]
+        for key in keys:
             item = self.open.get(key)
             if item is not None and item.requester is Side.CLIENT and not item.replied:
                 item.reply_unread |= _SERVER_DIRECTION

@@ -39,6 +39,7 @@ from .over_http2 import Http2Capture
 from .sessions import Build, Exchange, Sessions, WaitsFor
 from .tcp import AfterFin, Closed, Conflict, Delivered, Lost, Reset, TcpEvent, WindowZero
 
+REPLIES_UNREAD = TransportKind.REPLIES_UNREAD
 MAX_ANSWERED_EARLY = 64
 """Exchanges per connection answered before their request body ended, kept for its end (a client
 sends one body at a time: a hostile one cannot grow this past the cap)."""
@@ -163,13 +164,33 @@ class HttpCapture:
         for open_ex in list(conn.exchanges.values()):
             if open_ex.request_ended:
                 self.unread_replies(conn, open_ex)
+            if open_ex.sse is not None:
+                self._legacy_unread(open_ex.key, conn.replies_unread)
+
+    def _legacy_unread(self, key: str | None, why: str) -> None:
+        """An SSE stream no longer read: in an HTTP+SSE session it carries every reply, so every client request
+        of the session open now, and sent later (`_request_read`), is judged as unread."""
+        s = self.sessions
+        if key is None or not s.legacy(key) or key in s.replies_unread:
+            return
+        s.replies_unread[key] = why
+        ts, origin = s.ts, s.origin()
+        s.emit(key, s.frame, ts, lambda seq, k: TransportEvent(seq, ts, origin, k, REPLIES_UNREAD, None, why))
+
+    def _request_read(self, conn: Conn, ex: Exchange, event: RequestEnd) -> None:
+        """A request has been read: its messages, and whether its replies come where nothing is read."""
+        self._request_end(ex, event)
+        if conn.replies_unread:
+            self.unread_replies(conn, ex)
+        elif ex.key in self.sessions.replies_unread:  # an HTTP+SSE session whose GET stream is not read
+            self.sessions.transport(ex, REPLIES_UNREAD, self.sessions.replies_unread[ex.key])
 
     def unread_replies(self, conn: Conn, ex: Exchange) -> None:
         """The exchange's answer is on a direction no longer read: its messages are delivered as far as can
         be known, and its requests' replies (and the stream's end) may be in the recording, unread."""
         self.sessions.settle(ex, unknown=True)
         self.sessions.resolve(ex, None)
-        self.sessions.transport(ex, TransportKind.REPLIES_UNREAD, conn.replies_unread)
+        self.sessions.transport(ex, REPLIES_UNREAD, conn.replies_unread)
 
     def _fin(self, conn: Conn, from_client: bool, at: tuple[int, float | None]) -> None:
         if conn.h2 is not None:
@@ -265,9 +286,7 @@ class HttpCapture:
                     self._request_end(early, event)
                 continue
             if isinstance(event, RequestEnd):
-                self._request_end(ex, event)
-                if conn.replies_unread:
-                    self.unread_replies(conn, ex)
+                self._request_read(conn, ex, event)
             elif isinstance(event, ResponseHead):
                 self._response_head(ex, event)
                 if event.status == 101:

@@ -158,6 +158,8 @@ class Sessions:
         self._legacy: dict[str, str] = {}
         """Session id (or endpoint URI) from a legacy `endpoint` event → session key."""
         self._legacy_keys: set[str] = set()
+        self.replies_unread: dict[str, str] = {}
+        """HTTP+SSE sessions whose GET stream (where all their replies come) is no longer read, and why."""
         self._labels: dict[str, str] = {}
         self._queue: deque[Event | Slot] = deque()
         """Events behind a slot not filled yet (empty: events go straight to `out`)."""
@@ -182,6 +184,10 @@ class Sessions:
                 self.seq, ts, self.origin(frame), key, transport, self.vantage, "pcap", label=self._labels.get(key)
             )
         )
+
+    def legacy(self, key: str | None) -> bool:
+        """An HTTP+SSE session (its replies come on its GET stream)."""
+        return key in self._legacy_keys
 
     def waiting(self) -> list[Event]:
         """Events made but not in `out` yet: they wait, in order, behind request messages whose delivery
