@@ -57,7 +57,7 @@ class FloodGuard:
         self._since: list[float | None] = [None, None]
         """When each bucket was last topped up."""
         self._first: list[float | None] = [None, None]
-        """The capture time of each direction's first idle frame."""
+        """The capture time of each direction's first frame the bucket paid for (the flood's start, as said)."""
 
     def count(self, frame: Any, from_client: bool) -> None:
         kind = type(frame)
