@@ -158,12 +158,7 @@ def test_a_64_mib_line_without_newline_is_never_held(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert run.status == 0, run
     found = [(f["rule"], f["request_id"], f["message"]) for f in json.loads(run.stdout)["findings"]]
-    assert found == [
-        (
-            "request-never-answered",
-            1,
-            "ping (id 1) got no reply and no cancel before the recording ended (0.000 s later)",
-        ),
+    assert found == [  # the skipped line may be ping's reply: its silence is not judged (issue 19)
         (
             "line-too-long",
             None,

@@ -155,12 +155,15 @@ def test_a_protocol_error_is_an_anomaly_naming_frame_and_stream() -> None:
     cap.frame += 1
     cap.sessions.frame = cap.frame
     cap.http.bytes(cap.conn, False, b"\x00\x00\x03\x01\x04\x00\x00\x00\x01\xff\xff\x0f")
-    assert cap.facts()[-1] == (
-        cap.frame,
-        "http2.protocol-error",
-        f"tcp stream 0: server→client HTTP/2 is not valid at frame {cap.frame}: HeadersFrame on stream 1: "
-        "ProtocolError: Error decoding header block: Invalid table index 2174; that direction is not read further",
-    )
+    assert cap.facts()[-2:] == [
+        (
+            cap.frame,
+            "http2.protocol-error",
+            f"tcp stream 0: server→client HTTP/2 is not valid at frame {cap.frame}: HeadersFrame on stream 1: "
+            "ProtocolError: Error decoding header block: Invalid table index 2174; that direction is not read further",
+        ),
+        (cap.frame, "replies-unread", "tcp0/h2s1"),  # the open stream's reply would come on that direction
+    ]
 
 
 # -- HTTP/1.1 Upgrade: h2c (RFC 7540 3.2) ----------------------------------------------------------

@@ -73,7 +73,7 @@ def test_a_control_frame_flood_is_one_flood_event_and_the_direction_stops(
         Flood(
             True,
             f"{kind} on stream {sid}: 21 frames that carry no request or response ({counts}) against 0 "
-            "HEADERS/DATA frames on the connection (limit 20 more than twice that)",
+            "HEADERS/DATA frames on the connection (limit 20 more than twice that, and 330 more a second)",
         )
     ]
     assert reader.client_broken
@@ -119,7 +119,7 @@ def test_a_stream_of_tiny_data_frames_is_a_flood(monkeypatch: pytest.MonkeyPatch
     assert kinds(out) == [("ResponseData", 1)] * 54 + [("Flood", None)]
     assert out[-1].detail == (
         "DataFrame on stream 1: 57 frames that carry no request or response (55 DATA under 16 bytes, 2 SETTINGS) "
-        "against 3 HEADERS/DATA frames on the connection (limit 50 more than twice that)"
+        "against 3 HEADERS/DATA frames on the connection (limit 50 more than twice that, and 330 more a second)"
     )
 
 

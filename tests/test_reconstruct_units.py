@@ -158,7 +158,7 @@ def test_the_positional_timeline_constructor_puts_every_field_in_its_place() -> 
     item.log.add(request)
     item.cancel = CancelInfo(CancelMechanism.NOTIFICATION, _entry(2, EntryKind.CANCEL), "user")
     item.verified_by = _entry(3, EntryKind.RESULT)
-    item.reply_unread = True
+    item.reply_unread = frozenset({EntryKind.RESULT, EntryKind.ERROR_RESULT})
     item.window = 0.25  # the recording's round trips set it above the proxy's 0.05 s
     timeline = session.timeline(item, ended=True)
     assert {f.name: getattr(timeline, f.name) for f in fields(timeline)} == {

@@ -168,7 +168,9 @@ class Anomaly:
     """Whose id space `request_id` is in (the two peers number their requests separately)."""
     reply_unread: bool = False
     """The recording holds a response to the client's request `request_id` that could not be read (dropped
-    over a budget or a size limit, or cut): its reply may be in it, so silence is no longer proof of none."""
+    over a budget or a size limit, or cut): its reply may be in it, so silence is no longer proof of none.
+    Without a `request_id`: the reader stopped reading where replies come (an over-long line, a client→server
+    direction of a connection): every request of `requester` open now (of both peers when None) is judged so."""
 
 
 Event = SessionStart | MessageEvent | TransportEvent | Anomaly

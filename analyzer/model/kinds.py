@@ -92,6 +92,12 @@ class TransportKind(StrEnum):
     its log); `TransportEvent.request_id` names the call. Nothing was sent."""
     GAVE_UP_BY_SERVER = "gave-up-by-server"
     """The same for a request the server sent (sampling, elicitation, roots)."""
+    REPLIES_UNREAD = "replies-unread"
+    """The reader no longer reads the server→client direction the exchange's replies come on (a TCP gap the
+    peer's ACK covers, an unparsable response, an HTTP/2 flood or malformed frame): its replies and the server's
+    end of its stream may be in the recording, unread. No timeline entry: its requests are judged as with
+    `Anomaly.reply_unread`. With no stream: every open client request of the session (an HTTP+SSE session,
+    whose replies all come on its GET stream)."""
 
 
 class CancelMechanism(StrEnum):

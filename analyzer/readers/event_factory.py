@@ -102,17 +102,16 @@ class EventFactory:
 
     def line_problems(self, raw: RawLine, session_key: str | None) -> Iterator[Anomaly]:
         """Anomalies every text format shares (size, an input ended early); the caller skips the line
-        when one is yielded."""
+        when one is yielded. What was not read may hold a reply to any request open then, of either peer
+        (`Anomaly.reply_unread` without a request id): their silence proves nothing."""
         if raw.problem is not None:
-            yield self.anomaly(raw.number, None, session_key, raw.problem.name, raw.problem.detail)
+            name, detail = raw.problem.name, raw.problem.detail
         elif raw.too_long:
-            yield self.anomaly(
-                raw.number,
-                None,
-                session_key,
-                AnomalyName.INPUT_LINE_TOO_LONG,
-                f"line of {raw.too_long} bytes skipped (limit {DEFAULT_MAX_LINE_BYTES} bytes)",
-            )
+            name = AnomalyName.INPUT_LINE_TOO_LONG
+            detail = f"line of {raw.too_long} bytes skipped (limit {DEFAULT_MAX_LINE_BYTES} bytes)"
+        else:
+            return
+        yield Anomaly(self.next_seq(), None, self.origin(raw.number), session_key, name, detail, reply_unread=True)
 
     def text_of(self, raw: RawLine, session_key: str | None) -> tuple[str | None, list[Anomaly]]:
         """A line's text, and the anomalies to report for it; no text when the line is skipped (size)."""

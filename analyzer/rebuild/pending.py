@@ -38,6 +38,8 @@ from .ordering import DEFAULT_RACE_WINDOWS, race_window, relate
 _Key = tuple[Side, RequestId]
 #: What a timeline cannot show when a response to its request was recorded but not read.
 _REPLIES = frozenset({EntryKind.RESULT, EntryKind.ERROR_RESULT})
+#: ... when the server→client direction of its exchange is no longer read.
+_SERVER_DIRECTION = _REPLIES | {EntryKind.STREAM_CLOSED_BY_SERVER, EntryKind.STREAM_RESET_BY_SERVER}
 #: How strongly a basis establishes a session's revision; a stronger one replaces a weaker one.
 _BASIS_RANK = {
     RevisionBasis.ASSUMED: 0,
@@ -78,8 +80,10 @@ class PendingRequest:
     verified_by: TimelineEntry | None = None
     gave_up: TimelineEntry | None = None
     """Where the requester's own library ended the call for its caller (`gave_up`), if it did."""
-    reply_unread: bool = False
-    """A response to it was recorded but not read (`Anomaly.reply_unread`)."""
+    reply_unread: frozenset[EntryKind] = frozenset()
+    """What its timeline cannot show while no reply was read: a response recorded but not read
+    (`Anomaly.reply_unread`) hides its reply; the direction its replies come on no longer read
+    (`TransportKind.REPLIES_UNREAD`) hides the server's end of its stream too."""
     window: float | None = None
     """The race window its entries after the cancel are judged with, fixed at the first of them."""
 
@@ -356,19 +360,33 @@ class SessionState:
 
     def reply_unread(self, anomaly: Anomaly) -> None:
         """A reader names a response to an open request that it could not read: the request's reply may be
-        in it, so its timeline must not judge its silence as proof of no reply."""
-        if anomaly.request_id is None:
+        in it, so its timeline must not judge its silence as proof of no reply. Without a request id, the
+        reader stopped reading where the replies of `requester`'s open requests (both peers' when None) come."""
+        if anomaly.request_id is not None:
+            item = self.open.get((anomaly.requester or Side.CLIENT, anomaly.request_id))
+            if item is not None and not item.replied:
+                item.reply_unread |= _REPLIES
             return
-        item = self.open.get((anomaly.requester or Side.CLIENT, anomaly.request_id))
-        if item is not None and not item.replied:
-            item.reply_unread = True
+        for item in self.open.values():
+            if not item.replied and anomaly.requester in (None, item.requester):
+                item.reply_unread |= _REPLIES
+
+    def replies_unread(self, stream: str | None) -> None:
+        """The server→client direction of an exchange is no longer read (`TransportKind.REPLIES_UNREAD`):
+        the client requests it carries (every open one of the session when `stream` is None: an HTTP+SSE
+        session's replies all come on its GET stream) may be answered, and their stream ended, unseen."""
+        keys = self.streams.get(stream, ()) if stream is not None else [k for k in self.open if k[0] is Side.CLIENT]
+        for key in keys:
+            item = self.open.get(key)
+            if item is not None and item.requester is Side.CLIENT and not item.replied:
+                item.reply_unread |= _SERVER_DIRECTION
 
     def timeline(self, item: PendingRequest, *, ended: bool) -> RequestTimeline:
         """The finalised timeline of `item` (its entry log is frozen into it)."""
         revision, basis = self.revision_for(item.declared_revision)
         tool = item.tool
         start = self.start
-        unread = item.reply_unread and not item.replied
+        unread = bool(item.reply_unread) and not item.replied
         # Positional, in field order (tests/test_reconstruct_units.py pins it): one is built per request, and
         # sixteen keywords made reconstruction 5 % slower (Reconstructor alone, interleaved A/B, 40 rounds).
         return RequestTimeline(
@@ -388,7 +406,7 @@ class SessionState:
             item.cancel,
             item.verified_by,
             ended,
-            start.unrecorded | _REPLIES if unread else start.unrecorded,
+            start.unrecorded | item.reply_unread if unread else start.unrecorded,
             unread,
             self.measured_window(item),
         )

@@ -42,6 +42,7 @@ from ..model import (
     TimelineEntry,
     Transport,
     TransportEvent,
+    TransportKind,
     Vantage,
     revisions,
 )
@@ -383,6 +384,9 @@ class Reconstructor:
 
     def _transport(self, session: SessionState, event: TransportEvent) -> None:
         if event.request_id is not None and gave_up.on_gave_up(session, event):
+            return
+        if event.kind is TransportKind.REPLIES_UNREAD:
+            session.replies_unread(event.stream)
             return
         for item in streams.on_transport(session, event, self._out.append):
             self._finalise(session, item, ended=False)

@@ -49,7 +49,8 @@ def on_transport(session: SessionState, event: TransportEvent, emit: Callable[[A
         entry = TimelineEntry(entry_kind, side, event.seq, event.ts, event.origin, event.stream, excerpt=event.detail)
         if event.kind is TransportKind.STREAM_OPENED:
             item.sse = True
-        if event.kind in _CLIENT_DISCONNECTS and not item.replied and not item.disconnected:
+        if event.kind in _CLIENT_DISCONNECTS and not item.replied and not item.disconnected and not item.reply_unread:
+            # (a reply recorded but unread may have come first: then the close cancelled nothing)
             item.disconnected = True
             session.held.setdefault(item.seq, item)
             mismatch = cancels.disconnect(session, item, entry, event)

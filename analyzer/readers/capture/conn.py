@@ -12,7 +12,7 @@ from ..http.http1 import Http1Connection, HttpEvent
 from ..http.http2 import Http2Connection
 from .bodies import Bodies
 from .sessions import Exchange, Sessions
-from .tcp import TcpConnection
+from .tcp import Endpoint, TcpConnection
 
 
 class ConnKind(StrEnum):
@@ -57,6 +57,9 @@ class Conn:
     reset_by_client: bool = False
     """The client's RST ended it: server bytes captured after it left before it reached the server (a TCP
     that has taken a RST sends nothing more), so they are read, as crossing the close."""
+    replies_unread: str = ""
+    """Why the server→client direction is no longer read (a gap, a bad response, an HTTP/2 flood or bad
+    frame), once it is not: the replies of its open and later exchanges are not judged as absent."""
     reported: set[tuple[AnomalyName, bool]] = field(default_factory=set)
     """(anomaly, from_client) said once per direction already: overlap conflicts, data after FIN."""
 
@@ -66,6 +69,32 @@ class Conn:
             return False
         self.reported.add((name, from_client))
         return True
+
+    def rest(self) -> IdleConn | None:
+        """What the connection keeps while it is at rest (`IdleConn`), or None when it is not: HTTP/1.1 with
+        no exchange open, no byte held for reassembly or parsing, neither side closed, nothing broken or reset
+        (an HTTP/2 connection keeps its HPACK tables: it is never at rest)."""
+        tcp, up, down = self.tcp, self.tcp.up, self.tcp.down
+        if (
+            self.h2 is not None
+            or self.exchanges
+            or self.answered_early
+            or self.reset
+            or self.replies_unread
+            or self.reported
+            or not self.kind.read
+            or up.next is None
+            or down.next is None
+            or up.waiting
+            or down.waiting
+            or up.fin
+            or down.fin
+            or up.gap
+            or down.gap
+            or not self.http.at_rest
+        ):
+            return None
+        return IdleConn(self.stream, tcp.client, tcp.server, up.next, down.next, self.kind, self.http.exchanges)
 
     def open_numbers(self) -> list[int]:
         """Exchanges whose response has not ended, oldest first."""
@@ -79,6 +108,29 @@ class Conn:
         return None
 
 
+@dataclass(slots=True)
+class IdleConn:
+    """An HTTP/1.1 keep-alive connection at rest (`Conn.rest`): what it takes to go on reading it, a few
+    hundred bytes instead of the several KiB of its parsers and retransmission history, so a capture of many
+    idle connections costs memory by what is open, not by what was. Revived by its next segment that is more
+    than an ACK; retransmissions of bytes from before it rested are not compared any more."""
+
+    stream: int
+    client: Endpoint
+    server: Endpoint
+    up: int
+    """The next client→server sequence number."""
+    down: int
+    kind: ConnKind
+    exchanges: int
+    """Exchanges so far (the next one's number)."""
+
+    def revive(self) -> Conn:
+        tcp = TcpConnection(self.client, self.server, reassemble=self.kind is ConnKind.HTTP)
+        tcp.up.next, tcp.down.next = self.up, self.down
+        return Conn(self.stream, tcp, self.kind, Http1Connection(exchanges=self.exchanges))
+
+
 class HttpSide(Protocol):
     """The HTTP/1.1 machinery of a capture, as its HTTP/2 side (`over_http2.Http2Capture`) uses it."""
 
@@ -86,5 +138,9 @@ class HttpSide(Protocol):
     bodies: Bodies
 
     def server_bytes(self, ex: Exchange, size: int, why: str) -> None: ...
+
+    def stopped(
+        self, conn: Conn, ex: Exchange | None, name: AnomalyName, detail: str, *, from_client: bool
+    ) -> None: ...
 
     def http_events(self, conn: Conn, events: list[HttpEvent]) -> None: ...

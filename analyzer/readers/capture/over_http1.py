@@ -17,7 +17,7 @@ streams are exchanges); heads, bodies and ends take the same path. Bodies are re
 
 from __future__ import annotations
 
-from ...model import AnomalyName, Direction, Message, TransportEvent, TransportKind
+from ...model import AnomalyName, Direction, Message, Side, TransportEvent, TransportKind
 from ...model.jsonrpc import decode_text
 from ..http.http1 import (
     MAX_BODY_BYTES,
@@ -40,6 +40,7 @@ from .over_http2 import Http2Capture
 from .sessions import Build, Exchange, Sessions, WaitsFor
 from .tcp import AfterFin, Closed, Conflict, Delivered, Lost, Reset, TcpEvent, WindowZero
 
+REPLIES_UNREAD = TransportKind.REPLIES_UNREAD
 MAX_ANSWERED_EARLY = 64
 """Exchanges per connection answered before their request body ended, kept for its end (a client
 sends one body at a time: a hostile one cannot grow this past the cap)."""
@@ -147,18 +148,59 @@ class HttpCapture:
     def _gap(self, conn: Conn, from_client: bool, lost: int) -> None:
         if not conn.first_time(AnomalyName.CAPTURE_TCP_GAP, from_client):
             return  # that direction is not read any more: later holes add nothing
-        ex = conn.current()
         side = "client→server" if from_client else "server→client"
-        self.sessions.anomaly(
-            ex.key if ex else None,
+        detail = f"tcp stream {conn.stream}: {lost} {side} bytes missing from the capture; "
+        self.stopped(
+            conn,
+            conn.current(),
             AnomalyName.CAPTURE_TCP_GAP,
-            f"tcp stream {conn.stream}: {lost} {side} bytes missing from the capture; "
-            f"HTTP in that direction is not read further",
+            detail + "HTTP in that direction is not read further",
+            from_client=from_client,
         )
         if from_client:
             conn.http.client_broken = True
         else:
             conn.http.server_broken = True
+
+    def stopped(self, conn: Conn, ex: Exchange | None, name: AnomalyName, detail: str, *, from_client: bool) -> None:
+        """A direction of the connection is not read further (`name` says why): what silence no longer proves.
+        Client→server: the client's replies to the server's open requests may be in it. Server→client: the
+        replies of the connection's exchanges, open now or begun later (`unread_replies`)."""
+        self.sessions.anomaly(ex.key if ex else None, name, detail, unread_from=Side.CLIENT if from_client else None)
+        if from_client or conn.replies_unread:
+            return
+        frame = self.sessions.frame
+        conn.replies_unread = f"tcp stream {conn.stream}: server→client not read after frame {frame} ({name})"
+        for open_ex in list(conn.exchanges.values()):
+            if open_ex.request_ended:
+                self.unread_replies(conn, open_ex)
+            if open_ex.sse is not None:
+                self._legacy_unread(open_ex.key, conn.replies_unread)
+
+    def _legacy_unread(self, key: str | None, why: str) -> None:
+        """An SSE stream no longer read: in an HTTP+SSE session it carries every reply, so every client request
+        of the session open now, and sent later (`_request_read`), is judged as unread."""
+        s = self.sessions
+        if key is None or not s.legacy(key) or key in s.replies_unread:
+            return
+        s.replies_unread[key] = why
+        ts, origin = s.ts, s.origin()
+        s.emit(key, s.frame, ts, lambda seq, k: TransportEvent(seq, ts, origin, k, REPLIES_UNREAD, None, why))
+
+    def _request_read(self, conn: Conn, ex: Exchange, event: RequestEnd) -> None:
+        """A request has been read: its messages, and whether its replies come where nothing is read."""
+        self._request_end(ex, event)
+        if conn.replies_unread:
+            self.unread_replies(conn, ex)
+        elif ex.key in self.sessions.replies_unread:  # an HTTP+SSE session whose GET stream is not read
+            self.sessions.transport(ex, REPLIES_UNREAD, self.sessions.replies_unread[ex.key])
+
+    def unread_replies(self, conn: Conn, ex: Exchange) -> None:
+        """The exchange's answer is on a direction no longer read: its messages are delivered as far as can
+        be known, and its requests' replies (and the stream's end) may be in the recording, unread."""
+        self.sessions.settle(ex, unknown=True)
+        self.sessions.resolve(ex, None)
+        self.sessions.transport(ex, REPLIES_UNREAD, conn.replies_unread)
 
     def _fin(self, conn: Conn, from_client: bool, at: tuple[int, float | None]) -> None:
         if conn.h2 is not None:
@@ -252,7 +294,7 @@ class HttpCapture:
                 ex = conn.exchanges.get(event.exchange) if event.exchange is not None else None
                 who = "request" if event.from_client else "response"
                 detail = f"tcp stream {conn.stream}: {who} is not valid HTTP/1.1: {event.detail}"
-                self.sessions.anomaly(ex.key if ex else None, AnomalyName.HTTP_PARSE_ERROR, detail)
+                self.stopped(conn, ex, AnomalyName.HTTP_PARSE_ERROR, detail, from_client=event.from_client)
                 continue
             if isinstance(event, RequestHead):
                 self._request_head(conn, event)
@@ -263,7 +305,7 @@ class HttpCapture:
                     self._request_end(early, event)
                 continue
             if isinstance(event, RequestEnd):
-                self._request_end(ex, event)
+                self._request_read(conn, ex, event)
             elif isinstance(event, ResponseHead):
                 self._response_head(ex, event)
                 if event.status == 101:

@@ -41,7 +41,8 @@ class Http2Capture:
         h2 = conn.h2
         if h2 is None:
             return
-        self._events(conn, h2.feed_client(data) if from_client else h2.feed_server(data))
+        at = self.sessions.ts
+        self._events(conn, h2.feed_client(data, at) if from_client else h2.feed_server(data, at))
 
     def upgrade(self, conn: Conn, ex: Exchange, response: Headers) -> None:
         """A 101 to an HTTP/1.1 request with `Upgrade: h2c` (RFC 7540 3.2; RFC 9113 deprecates it, servers
@@ -143,8 +144,11 @@ class Http2Capture:
             name, detail = AnomalyName.HTTP2_FLOOD, f"{at} flood at frame {frame}: {event.detail}"
         else:
             name, detail = AnomalyName.HTTP2_STREAM_ERROR, f"{at} stream error at frame {frame}: {event.detail}"
-        stops = "" if isinstance(event, StreamError) else "; that direction is not read further"
-        self.sessions.anomaly(ex.key if ex else None, name, detail + stops)
+        if isinstance(event, StreamError):
+            self.sessions.anomaly(ex.key if ex else None, name, detail)
+        else:
+            detail += "; that direction is not read further"
+            self.http.stopped(conn, ex, name, detail, from_client=event.from_client)
 
     def _joined(self, conn: Conn, event: Joined) -> None:
         """What a capture that began mid-connection cannot show (`http2_joined`)."""

@@ -171,6 +171,8 @@ class Sessions:
         self._legacy: dict[str, str] = {}
         """Session id (or endpoint URI) from a legacy `endpoint` event → session key."""
         self._legacy_keys: set[str] = set()
+        self.replies_unread: dict[str, str] = {}
+        """HTTP+SSE sessions whose GET stream (where all their replies come) is no longer read, and why."""
         self._labels: dict[str, str] = {}
         self._queue: deque[Event | Slot] = deque()
         """Events behind a slot not filled yet (empty: events go straight to `out`)."""
@@ -195,6 +197,10 @@ class Sessions:
                 self.seq, ts, self.origin(frame), key, transport, self.vantage, "pcap", label=self._labels.get(key)
             )
         )
+
+    def legacy(self, key: str | None) -> bool:
+        """An HTTP+SSE session (its replies come on its GET stream)."""
+        return key in self._legacy_keys
 
     def waiting(self) -> list[Event]:
         """Events made but not in `out` yet: they wait, in order, behind request messages whose delivery
@@ -221,11 +227,19 @@ class Sessions:
         request_id: RequestId | None = None,
         method: str | None = None,
         frame: int | None = None,
+        unread_from: Side | None = None,
     ) -> None:
-        """An anomaly at the current frame (or at `frame`), in its session (or in none)."""
+        """An anomaly at the current frame (or at `frame`), in its session (or in none); `unread_from`: the
+        reader stopped reading where that side's replies come (`Anomaly.reply_unread` without a request)."""
         ts, origin = self.ts, self.origin(frame)
+        requester, unread = (unread_from.other, True) if unread_from is not None else (None, False)
         if key is not None:
-            build: Build = lambda seq, k: Anomaly(seq, ts, origin, k, name, detail, request_id, method)  # noqa: E731
+
+            def build(seq: int, k: str) -> Event:
+                return Anomaly(
+                    seq, ts, origin, k, name, detail, request_id, method, requester=requester, reply_unread=unread
+                )
+
             self.emit(key, frame or self.frame, ts, build)
         else:
             self.seq += 1

@@ -8,7 +8,8 @@ One `TcpConnection` per `tcp.stream`. The capture reader hands it each captured 
   `MAX_HELD_BYTES`);
 * `Lost`: bytes given up as missing from the capture. That happens when the peer acknowledges bytes
   the capture never held (Wireshark's "ACKed segment that wasn't captured"), when the held segments
-  pass their bound, at the FIN's turn, and at the end of the capture. Nothing after a gap in that
+  pass their bound, at the FIN's turn, and at the end of the capture (then also the bytes the peer
+  acknowledged after the last one captured). Nothing after a gap in that
   direction is read as HTTP;
 * `Closed`: the FIN, placed by sequence number, not by capture order: a FIN captured before the last
   data segment closes the direction only once that data is in (or given up as lost), and carries
@@ -133,6 +134,8 @@ class Reassembly:
     closed: bool = False
     gap: bool = False
     """Bytes were lost in this direction: what follows is not read."""
+    acked: int | None = None
+    """The peer's last acknowledgement number: bytes up to it were sent, captured or not."""
     history: deque[tuple[int, bytes, int]] = field(default_factory=deque)
     """The last delivered segments (seq, bytes, frame), at most `MAX_HISTORY_BYTES`."""
     history_bytes: int = 0
@@ -219,6 +222,16 @@ class Reassembly:
             out.append(Lost(self.from_client, lost))
             self.next = start
         self._drain(out)
+
+    def lose_tail(self, out: list[TcpEvent]) -> None:
+        """The end of the capture: bytes the peer acknowledged beyond the last one captured were sent and lost
+        (checked only here, where no segment captured out of order can still come)."""
+        if self.acked is None or self.next is None or self.gap:
+            return
+        beyond = _seqdiff(self.acked, self.next) - (1 if self.fin else 0)  # a FIN takes a sequence number
+        if beyond > 0:
+            self.gap = True
+            out.append(Lost(self.from_client, beyond))
 
     # -- internals ---------------------------------------------------------------------------------
 
@@ -309,13 +322,10 @@ class TcpConnection:
     def segment(self, f: Frame, from_client: bool) -> list[TcpEvent]:
         """What one captured segment means, in order."""
         flags = f.flags
-        zero = False
-        if from_client and f.window >= 0 and not flags & (SYN | RST | FIN):
-            if f.window:
-                self.zero_window = False
-            elif not self.zero_window:
-                self.zero_window = zero = True
+        zero = from_client and self._window_closes(f)
         other = self.down if from_client else self.up
+        if flags & ACK:
+            other.acked = f.ack
         payload = f.payload if self.reassemble else b""
         if not flags & (SYN | FIN | RST) and not payload and not other.waiting:
             return [WindowZero()] if zero else _NOTHING  # most segments: an ACK, or payload not read
@@ -339,6 +349,14 @@ class TcpConnection:
             out.append(Reset(from_client))
         return out
 
+    def _window_closes(self, f: Frame) -> bool:
+        """A client segment that starts a zero-window episode (said once per episode)."""
+        if f.window < 0 or f.flags & (SYN | RST | FIN):
+            return False
+        opens = not f.window and not self.zero_window
+        self.zero_window = not f.window
+        return opens
+
     def before_client_fin(self, acked: int | None) -> bool:
         """Server bytes sent with acknowledgement ACKED left before the server's TCP had the client's FIN
         (a TCP acknowledges everything it holds in every segment it sends): they crossed the close."""
@@ -348,8 +366,10 @@ class TcpConnection:
     def finish(self) -> list[TcpEvent]:
         """The end of the capture: give up on every hole still waiting to be filled."""
         out: list[TcpEvent] = []
-        self.up.skip_gap(out)
-        self.down.skip_gap(out)
+        for flow in (self.up, self.down):
+            flow.skip_gap(out)
+            if self.reassemble:
+                flow.lose_tail(out)
         return out
 
 

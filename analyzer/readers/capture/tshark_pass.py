@@ -30,10 +30,10 @@ from ...errors import InputError, ToolMissingError
 from ...model import AnomalyName, Event, Vantage
 from ..base import InputSource, ReadOptions
 from ..http.http2_joined import starts_with_frames
-from .conn import Conn, ConnKind
+from .conn import Conn, ConnKind, IdleConn
 from .over_http1 import HttpCapture, looks_http, looks_http_server
 from .sessions import Sessions
-from .tcp import SYN, TcpConnection, client_by_handshake
+from .tcp import FIN, RST, SYN, TcpConnection, client_by_handshake
 from .tshark_fields import INSTALL_HINT, Frame, parse_line, tshark_command
 
 _NOISE = re.compile(r"^Running as user .* This could be dangerous\.$")
@@ -49,7 +49,7 @@ class CapturePass:
         self.path = path
         self.sessions = Sessions(source.name, options.session_vantage(Vantage.WIRE))
         self.http = HttpCapture(self.sessions, options.inflate.max_ratio)
-        self.conns: dict[int, Conn] = {}
+        self.conns: dict[int, Conn | IdleConn] = {}
         self.frames = 0
         self.http_conns = 0
         self.encrypted: set[int] = set()
@@ -125,11 +125,17 @@ class CapturePass:
     # -- frames ------------------------------------------------------------------------------------
 
     def _frame(self, f: Frame) -> None:
-        conn = self.conns.get(f.stream)
-        if conn is None:
+        known = self.conns.get(f.stream)
+        if known is None:
             if not f.length and not f.flags & SYN:
                 return  # a late ACK/FIN/RST of a connection already finished (or never seen opening)
             conn = self.conns[f.stream] = self._new_conn(f)
+        elif type(known) is IdleConn:
+            if not f.length and not f.flags & (SYN | FIN | RST) and not f.decrypted:
+                return  # an ACK of a connection at rest: nothing waits for it
+            conn = self.conns[f.stream] = known.revive()
+        else:
+            conn = known  # type: ignore[assignment]  # the type test above leaves Conn
         from_client = (f.src, f.sport) == conn.tcp.client
         if f.payload and conn.kind is ConnKind.UNKNOWN:
             self._classify(conn, f, from_client)
@@ -142,6 +148,8 @@ class CapturePass:
             self.http.tcp(conn, events)
             if conn.tcp.closed or (conn.tcp.reset and not conn.kind.read):
                 del self.conns[conn.stream]  # nothing is open on it any more
+            elif (rest := conn.rest()) is not None:
+                self.conns[conn.stream] = rest  # at rest: its parsers and history are let go
 
     def _new_conn(self, f: Frame) -> Conn:
         src, dst = (f.src, f.sport), (f.dst, f.dport)
@@ -202,7 +210,8 @@ class CapturePass:
 
     def _finish(self) -> None:
         for conn in self.conns.values():
-            self.http.finish(conn)
+            if type(conn) is Conn:  # one at rest has nothing open
+                self.http.finish(conn)
         if self.encrypted:
             streams = ", ".join(map(str, sorted(self.encrypted)))
             why = (

@@ -127,6 +127,22 @@ class Http1Connection:
 
     # -- public API --------------------------------------------------------------------------------
 
+    @property
+    def at_rest(self) -> bool:
+        """Between messages: no request or response under way, no byte held, nothing broken or closed."""
+        return not (
+            self._waiting
+            or self._resp is not None
+            or self._req_exchange is not None
+            or self._unmatched
+            or self.client_broken
+            or self.server_broken
+            or self.upgraded
+            or self.client_closed
+            or self.server_closed
+            or self._req.trailing_data[0]
+        )
+
     def open_exchanges(self) -> list[int]:
         """Exchanges whose response has not ended, oldest first (the first one is being answered)."""
         return [p.exchange for p in self._waiting]

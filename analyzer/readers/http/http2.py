@@ -146,17 +146,21 @@ class Http2Connection:
         """Streams whose response has not ended, oldest first."""
         return sorted(self._streams)
 
-    def feed_client(self, data: bytes) -> list[H2Event]:
+    def feed_client(self, data: bytes, at: float | None = None) -> list[H2Event]:
+        """The client's next bytes; `at`: their capture time (the flood guard counts a rate)."""
         if self.client_broken or not data:
             return []
         out: list[H2Event] = []
+        self._guard.now = at
         self.client_broken = not self._receive(self._server, data, True, out)
         return out
 
-    def feed_server(self, data: bytes) -> list[H2Event]:
+    def feed_server(self, data: bytes, at: float | None = None) -> list[H2Event]:
+        """The server's next bytes; `at` as for `feed_client`."""
         if self.server_broken or not data:
             return []
         out: list[H2Event] = []
+        self._guard.now = at
         self.server_broken = not self._receive(self._client, data, False, out)
         return out
 

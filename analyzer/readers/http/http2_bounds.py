@@ -15,8 +15,12 @@ MAX_FRAME_BYTES = 1 << 20
 MAX_OPEN_STREAMS = 1000
 MAX_IDLE_FRAMES = 10_000
 """Frames that carry no request or response (SETTINGS, PING, PRIORITY, WINDOW_UPDATE, RST_STREAM,
-unknown types, DATA of fewer than `TINY_DATA` bytes) a direction may send beyond twice the connection's
-HEADERS and DATA frames before it is a flood (as nghttp2 and Envoy bound them: CVE-2019-9512..9518)."""
+unknown types, DATA of fewer than `TINY_DATA` bytes) a direction may send at once, beyond twice the
+connection's HEADERS and DATA frames, before it is a flood (CVE-2019-9512..9518)."""
+IDLE_FRAMES_PER_SECOND = 330
+"""How fast that allowance comes back (capture time): a flood is a rate, as servers count it. nghttp2 bounds
+such "glitches" with a token bucket of 10 000 at once and 330 a second (`nghttp2_option_set_glitch_rate_limit`,
+its defaults); an SSE stream's keep-alive comment once a second, for hours, is far within it."""
 TINY_DATA = 16
 
 
@@ -32,17 +36,28 @@ _CONTENT = (HeadersFrame, PushPromiseFrame)
 
 
 class FloodGuard:
-    """Counts, per direction, the frames that carry no request or response; the budget grows with the
-    connection's HEADERS and DATA frames (a client reading a long SSE stream sends two WINDOW_UPDATEs
-    per DATA frame it reads). One type check per frame: the hot path stays cheap."""
+    """Counts, per direction, the frames that carry no request or response, as a token bucket: each costs
+    one, `MAX_IDLE_FRAMES` at most are in the bucket, `IDLE_FRAMES_PER_SECOND` come back with capture time
+    (`now`, set by the reader per segment; none without times). Each HEADERS or DATA frame of the connection
+    pays for two first (a client reading a long SSE stream sends two WINDOW_UPDATEs per DATA frame it reads).
+    One type check per frame: the hot path stays cheap."""
 
-    __slots__ = ("content", "idle", "kinds")
+    __slots__ = ("_credit_used", "_first", "_since", "_tokens", "content", "idle", "kinds", "now")
 
     def __init__(self) -> None:
         self.content = 0
         self.idle = [0, 0]
         """Per direction: server→client, client→server."""
         self.kinds: tuple[dict[str, int], dict[str, int]] = ({}, {})
+        self.now: float | None = None
+        """The capture time of the bytes being read (None: unknown, nothing comes back)."""
+        self._credit_used = [0, 0]
+        """Idle frames paid for by HEADERS/DATA frames, per direction."""
+        self._tokens = [float(MAX_IDLE_FRAMES), float(MAX_IDLE_FRAMES)]
+        self._since: list[float | None] = [None, None]
+        """When each bucket was last topped up."""
+        self._first: list[float | None] = [None, None]
+        """The capture time of each direction's first frame the bucket paid for (the flood's start, as said)."""
 
     def count(self, frame: Any, from_client: bool) -> None:
         kind = type(frame)
@@ -58,12 +73,32 @@ class FloodGuard:
         name = label(frame)
         kinds = self.kinds[side]
         kinds[name] = kinds.get(name, 0) + 1
-        if self.idle[side] > MAX_IDLE_FRAMES + 2 * self.content:
+        if self._credit_used[side] < 2 * self.content:
+            self._credit_used[side] += 1
+        elif self._take(side) < 0:
             counts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+            first, now = self._first[side], self.now
+            within = f" in {now - first:.3f} s" if first is not None and now is not None else ""
             raise Flooded(
-                f"{self.idle[side]} frames that carry no request or response ({counts}) against "
-                f"{self.content} HEADERS/DATA frames on the connection (limit {MAX_IDLE_FRAMES} more than twice that)"
+                f"{self.idle[side]} frames that carry no request or response ({counts}){within} against "
+                f"{self.content} HEADERS/DATA frames on the connection (limit {MAX_IDLE_FRAMES} more than twice "
+                f"that, and {IDLE_FRAMES_PER_SECOND} more a second)"
             )
+
+    def _take(self, side: int) -> float:
+        """One token of the direction's bucket, after what capture time gave back; what is left."""
+        now, since = self.now, self._since[side]
+        if now is not None:
+            if since is not None and now > since:
+                self._tokens[side] = min(
+                    float(MAX_IDLE_FRAMES), self._tokens[side] + (now - since) * IDLE_FRAMES_PER_SECOND
+                )
+            if since is None or now > since:
+                self._since[side] = now
+            if self._first[side] is None:
+                self._first[side] = now
+        self._tokens[side] -= 1
+        return self._tokens[side]
 
 
 def label(frame: Any) -> str:
