@@ -191,8 +191,10 @@ class SessionState:
     """Cancelled or disconnected requests still open, oldest cancel first (bounded by `hold_seconds`). Keyed
     by the request's `seq`, not its id: a hostile sender may reuse the id of a task's call held for its
     tasks/cancel, and both requests must keep their own hold."""
-    awaiting_proof: dict[int, PendingRequest] = field(default_factory=dict)
-    """stdio cancels not yet proven read by the receiver, in cancel order (by request `seq`)."""
+    awaiting_proof: dict[Side, dict[int, PendingRequest]] = field(default_factory=dict)
+    """stdio cancels not yet proven read by the receiver, per requester (only a reply to a request of
+    the same requester proves one), each in cancel order (by request `seq`); a requester with none
+    waiting has no entry, so the session's dict is empty when nothing waits."""
     awaiting_read: dict[int, PendingRequest] = field(default_factory=dict)
     """Cancelled tool calls no later read has verified yet."""
     first_ts: float | None = None
@@ -271,8 +273,9 @@ class SessionState:
         if self.open.get(key) is item:  # a task's call, judged late, may share its key with a newer request
             del self.open[key]
         if item.held:
-            for waiting in (self.held, self.awaiting_proof, self.awaiting_read):
-                waiting.pop(item.seq, None)
+            self.held.pop(item.seq, None)
+            self.awaiting_read.pop(item.seq, None)
+            self.stop_awaiting_proof(item)
         if item.stream is not None:
             keys = self.streams.get(item.stream)
             if keys is not None and key in keys:
@@ -284,6 +287,12 @@ class SessionState:
             del self.tokens[token]
             return True
         return False
+
+    def stop_awaiting_proof(self, item: PendingRequest) -> None:
+        """`item` no longer waits for an ordering proof (finalised, or a task's call whose task took over)."""
+        waiting = self.awaiting_proof.get(item.requester)
+        if waiting is not None and waiting.pop(item.seq, None) is not None and not waiting:
+            del self.awaiting_proof[item.requester]
 
     def learn(self, method: str, result: Mapping[str, Any]) -> str | None:
         """Facts the first result of a request teaches: the negotiated revision, peer info, tool annotations.
