@@ -3,9 +3,13 @@
 for measuring before and after a fix; they are large, so they are generated, never committed.
 
     .venv/bin/python scripts/make_cost_inputs.py waiting-cancels OUT.jsonl [--cancels 5000] [--pings 40000]
+    .venv/bin/python scripts/make_cost_inputs.py stream-notes OUT.har [--requests 1000] [--notes 1000]
 
 waiting-cancels: stdio, `--cancels` cancelled tools/calls that are never answered, then `--pings` server
 pings the client answers (a reply to a server request proves nothing about a client's cancel).
+stream-notes: a HAR whose one POST carries a batch of `--requests` tools/calls, answered on one SSE
+stream that first carries `--notes` server log notifications (each is related to every request the
+stream carries); with `--cancels N`, a batch POST in the middle of the stream cancels the first N.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import argparse
 import json
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +49,46 @@ def waiting_cancels(cancels: int, pings: int) -> Iterator[str]:
         yield _line(ts, "c2s", {"jsonrpc": "2.0", "id": f"s{i}", "result": {}})
 
 
+def _har_entry(at: float, body: str, reply: str, mime: str) -> Message:
+    sid = [{"name": "mcp-session-id", "value": "cost"}, {"name": "mcp-protocol-version", "value": "2025-11-25"}]
+    return {
+        "startedDateTime": datetime.fromtimestamp(1_796_227_626.0 + at, UTC).isoformat().replace("+00:00", "Z"),
+        "time": 100.0,
+        "request": {
+            "method": "POST",
+            "url": "https://mcp.example.test/mcp",
+            "httpVersion": "http/2.0",
+            "headers": [{"name": "content-type", "value": "application/json"}, *sid],
+            "postData": {"mimeType": "application/json", "text": body},
+        },
+        "response": {
+            "status": 200,
+            "httpVersion": "http/2.0",
+            "headers": [{"name": "content-type", "value": mime}, *sid],
+            "content": {"size": len(reply), "mimeType": mime, "text": reply},
+        },
+        "timings": {"send": 0.1, "wait": 50.0, "receive": 49.9},
+    }
+
+
+def stream_notes(requests: int, notes: int, cancels: int = 0) -> Iterator[str]:
+    def rpc(**fields: Any) -> str:
+        return json.dumps({"jsonrpc": "2.0", **fields}, separators=(",", ":"))
+
+    init = _har_entry(0.0, rpc(id=0, method="initialize", params=INIT), rpc(id=0, result=SERVER), "application/json")
+    batch = "[" + ",".join(rpc(id=i, method="tools/call", params={"name": "t"}) for i in range(1, requests + 1)) + "]"
+    log = rpc(method="notifications/message", params={"level": "info", "data": "working"})
+    events = [log] * notes + [rpc(id=i, result={"content": []}) for i in range(1, requests + 1)]
+    stream = "".join(f"event: message\ndata: {e}\n\n" for e in events)
+    call = _har_entry(1.0, batch, stream, "text/event-stream")
+    entries = [init, call]
+    if cancels:
+        cancelled = [rpc(method="notifications/cancelled", params={"requestId": i}) for i in range(1, cancels + 1)]
+        entries.append(_har_entry(1.05, "[" + ",".join(cancelled) + "]", "", "application/json"))
+        entries[-1]["response"]["status"] = 202
+    yield json.dumps({"log": {"version": "1.2", "creator": {"name": "cost", "version": "1"}, "entries": entries}})
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     shapes = parser.add_subparsers(dest="shape", required=True)
@@ -51,9 +96,16 @@ def main() -> int:
     waiting.add_argument("out", type=Path)
     waiting.add_argument("--cancels", type=int, default=5000)
     waiting.add_argument("--pings", type=int, default=40000)
+    notes = shapes.add_parser("stream-notes")
+    notes.add_argument("out", type=Path)
+    notes.add_argument("--requests", type=int, default=1000)
+    notes.add_argument("--notes", type=int, default=1000)
+    notes.add_argument("--cancels", type=int, default=0, help="a batch POST cancelling the first N, mid-stream")
     args = parser.parse_args()
     if args.shape == "waiting-cancels":
         lines = waiting_cancels(args.cancels, args.pings)
+    else:
+        lines = stream_notes(args.requests, args.notes, args.cancels)
     with args.out.open("w") as out:
         for line in lines:
             out.write(line + "\n")

@@ -31,7 +31,7 @@ from ..model import (
     revisions,
 )
 from ..model.jsonrpc import json_kind
-from .entrylog import EntryLog
+from .entrylog import EntryLog, StreamCount
 from .ordering import relate
 
 _Key = tuple[Side, RequestId]
@@ -174,6 +174,16 @@ class TaskTraffic:
 
 
 @dataclass(slots=True)
+class StreamNotes:
+    """The server's messages on one HTTP stream, put on every client request it carries (`streams.on_note`)."""
+
+    counter: StreamCount = field(default_factory=StreamCount)
+    """Counts them once for the requests whose logs share it (`EntryLog.share`)."""
+    eager: dict[int, PendingRequest] = field(default_factory=dict)
+    """The requests (by `seq`) whose logs take each one as it comes: the others share `counter`."""
+
+
+@dataclass(slots=True)
 class SessionState:
     start: SessionStart
     """What the reader said about the session (its vantage includes `--vantage`)."""
@@ -186,7 +196,10 @@ class SessionState:
     tool_effects: dict[str, ToolEffect] = field(default_factory=dict)
     open: dict[_Key, PendingRequest] = field(default_factory=dict)
     tokens: dict[str | int, _Key] = field(default_factory=dict)
-    streams: dict[str, list[_Key]] = field(default_factory=dict)
+    streams: dict[str, dict[_Key, None]] = field(default_factory=dict)
+    """Per HTTP stream, the requests open on it, in request order (a dict: removing one costs one look-up)."""
+    stream_notes: dict[str, StreamNotes] = field(default_factory=dict)
+    """Per stream with a client request open on it: where the server's messages on it go."""
     held: dict[int, PendingRequest] = field(default_factory=dict)
     """Cancelled or disconnected requests still open, oldest cancel first (bounded by `hold_seconds`). Keyed
     by the request's `seq`, not its id: a hostile sender may reuse the id of a task's call held for its
@@ -236,8 +249,15 @@ class SessionState:
 
     # -- the pending table -----------------------------------------------------------------
 
-    def add_entry(self, item: PendingRequest, entry: TimelineEntry, *, names_cancel: bool = False) -> None:
-        """Add an entry to a request's timeline, tagged once with where it stands relative to the cancel."""
+    def add_entry(self, item: PendingRequest, entry: TimelineEntry, *, names_cancel: bool = False) -> TimelineEntry:
+        """Add an entry to a request's timeline, tagged once with where it stands relative to the cancel;
+        returns it as tagged."""
+        log = item.log
+        if log.shared is not None and item.stream is not None:
+            # it has its own entry now: the stream's later messages are taken one by one again, and
+            # tagged against what it says (a cancel is set before its entry is added)
+            log.catch_up()
+            self.stream_notes[item.stream].eager[item.seq] = item
         cancel = item.cancel
         if cancel is not None and entry is not cancel.entry:
             relation, certainty = relate(
@@ -252,18 +272,20 @@ class SessionState:
             )
             entry = replace(entry, relation=relation, certainty=certainty)
         # `EntryLog.add` inline: once per message, and the call cost 1.4 % of a stdio audit (A/B)
-        log = item.log
         if log.runs is None and len(log.entries) < log.limit:
             log.entries.append(entry)
         else:
             log.count(entry)
+        return entry
 
     def add_open(self, item: PendingRequest) -> None:
         key = item.key
         self.open[key] = item
         self.requests += 1
         if item.stream is not None:
-            self.streams.setdefault(item.stream, []).append(key)
+            self.streams.setdefault(item.stream, {})[key] = None
+            if item.requester is Side.CLIENT:
+                self.stream_notes.setdefault(item.stream, StreamNotes()).eager[item.seq] = item
         if item.progress_token is not None:
             self.tokens[item.progress_token] = key
 
@@ -277,11 +299,14 @@ class SessionState:
             self.awaiting_read.pop(item.seq, None)
             self.stop_awaiting_proof(item)
         if item.stream is not None:
+            item.log.catch_up()
+            notes = self.stream_notes.get(item.stream)
+            if notes is not None:
+                notes.eager.pop(item.seq, None)
             keys = self.streams.get(item.stream)
-            if keys is not None and key in keys:
-                keys.remove(key)
-                if not keys:
-                    del self.streams[item.stream]
+            if keys is not None and keys.pop(key, False) is None and not keys:  # None: it was there
+                del self.streams[item.stream]
+                self.stream_notes.pop(item.stream, None)
         token = item.progress_token
         if token is not None and self.tokens.get(token) == key:
             del self.tokens[token]

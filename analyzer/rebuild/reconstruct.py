@@ -312,10 +312,7 @@ class Reconstructor:
     def _notification(self, session: SessionState, event: MessageEvent, sender: Side) -> None:
         """Any other notification: on HTTP, a server's message on a request's stream is tied to it."""
         if event.stream is not None and sender is Side.SERVER:
-            for key in session.streams.get(event.stream, ()):
-                item = session.open.get(key)
-                if item is not None and item.requester is Side.CLIENT:
-                    session.add_entry(item, message_entry(EntryKind.RELATED_MESSAGE, sender, event))
+            streams.on_note(session, event)
 
     # -- cancels -----------------------------------------------------------------------------
 
@@ -390,6 +387,7 @@ class Reconstructor:
 
     def _finalise(self, session: SessionState, item: PendingRequest, *, ended: bool, judged: bool = True) -> None:
         """Close a timeline; an unjudged one (flushed, superseded) leaves a tombstone but meets no rule."""
+        item.log.catch_up()  # its share of its stream's messages, before anything reads its log
         if judged and item.gave_up is not None:
             self._out.extend(gave_up.unsent_cancel(session, item, ended=ended))
         own_token = session.remove_open(item)
