@@ -3,10 +3,12 @@
 for measuring before and after a fix; they are large, so they are generated, never committed.
 
     .venv/bin/python scripts/make_cost_inputs.py waiting-cancels OUT.jsonl [--cancels 5000] [--pings 40000]
+    .venv/bin/python scripts/make_cost_inputs.py tool-names OUT.jsonl [--lists 200] [--names 5000]
     .venv/bin/python scripts/make_cost_inputs.py stream-notes OUT.har [--requests 1000] [--notes 1000]
 
 waiting-cancels: stdio, `--cancels` cancelled tools/calls that are never answered, then `--pings` server
 pings the client answers (a reply to a server request proves nothing about a client's cancel).
+tool-names: stdio, `--lists` tools/list results of `--names` new tool names each (with annotations).
 stream-notes: a HAR whose one POST carries a batch of `--requests` tools/calls, answered on one SSE
 stream that first carries `--notes` server log notifications (each is related to every request the
 stream carries); with `--cancels N`, a batch POST in the middle of the stream cancels the first N.
@@ -47,6 +49,17 @@ def waiting_cancels(cancels: int, pings: int) -> Iterator[str]:
         ts = 3.0 + i / 1000
         yield _line(ts, "s2c", {"jsonrpc": "2.0", "id": f"s{i}", "method": "ping"})
         yield _line(ts, "c2s", {"jsonrpc": "2.0", "id": f"s{i}", "result": {}})
+
+
+def tool_names(lists: int, names: int) -> Iterator[str]:
+    yield from _start()
+    for n in range(lists):
+        tools = [
+            {"name": f"tool-{n}-{i}", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}}
+            for i in range(names)
+        ]
+        yield _line(2.0 + n, "c2s", {"jsonrpc": "2.0", "id": f"l{n}", "method": "tools/list"})
+        yield _line(2.0 + n, "s2c", {"jsonrpc": "2.0", "id": f"l{n}", "result": {"tools": tools}})
 
 
 def _har_entry(at: float, body: str, reply: str, mime: str) -> Message:
@@ -96,6 +109,10 @@ def main() -> int:
     waiting.add_argument("out", type=Path)
     waiting.add_argument("--cancels", type=int, default=5000)
     waiting.add_argument("--pings", type=int, default=40000)
+    tools = shapes.add_parser("tool-names")
+    tools.add_argument("out", type=Path)
+    tools.add_argument("--lists", type=int, default=200)
+    tools.add_argument("--names", type=int, default=5000)
     notes = shapes.add_parser("stream-notes")
     notes.add_argument("out", type=Path)
     notes.add_argument("--requests", type=int, default=1000)
@@ -104,6 +121,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.shape == "waiting-cancels":
         lines = waiting_cancels(args.cancels, args.pings)
+    elif args.shape == "tool-names":
+        lines = tool_names(args.lists, args.names)
     else:
         lines = stream_notes(args.requests, args.notes, args.cancels)
     with args.out.open("w") as out:

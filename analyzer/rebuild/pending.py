@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from typing import Any, TypeGuard
 
 from ..model import (
@@ -189,11 +190,16 @@ class SessionState:
     """What the reader said about the session (its vantage includes `--vantage`)."""
     race_window: float | None = None
     """`--race-window`, or None for the vantage's default (`ordering.DEFAULT_RACE_WINDOWS`)."""
+    max_tools: int = 10_000
+    """Tool names whose annotations are remembered; past it the least recently listed are forgotten."""
+    tools_forgotten: int = 0
+    """Tool names forgotten so far (a call of one is judged as of a tool with no annotations)."""
     revision: Revision | None = None
     revision_basis: RevisionBasis = RevisionBasis.ASSUMED
     client_info: Mapping[str, Any] | None = None
     server_info: Mapping[str, Any] | None = None
     tool_effects: dict[str, ToolEffect] = field(default_factory=dict)
+    """Tool name -> what its annotations say, least recently listed first (bounded by `max_tools`)."""
     open: dict[_Key, PendingRequest] = field(default_factory=dict)
     tokens: dict[str | int, _Key] = field(default_factory=dict)
     streams: dict[str, dict[_Key, None]] = field(default_factory=dict)
@@ -338,12 +344,19 @@ class SessionState:
         if not isinstance(tools, list):
             return f"the tools/list result's tools is {json_kind(tools)}, not an array"
         unnamed = 0
+        effects = self.tool_effects
         for tool in tools:
             name = tool.get("name") if isinstance(tool, dict) else None
             if isinstance(name, str):
-                self.tool_effects[name] = tool_effect_from_annotations(tool)
+                effects.pop(name, None)  # listed again: now the most recently listed
+                effects[name] = tool_effect_from_annotations(tool)
             else:
                 unnamed += 1
+        excess = len(effects) - self.max_tools
+        if excess > 0:
+            for old in list(islice(effects, excess)):  # the least recently listed
+                del effects[old]
+            self.tools_forgotten += excess
         if unnamed:
             return f"{unnamed} of the {len(tools)} tools of a tools/list result are not objects with a string name"
         return None
