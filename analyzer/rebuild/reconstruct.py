@@ -72,7 +72,8 @@ class ReconstructOptions:
     """Open requests per session before the oldest is flushed (`reconstruct.too-many-open-requests`)."""
     max_tombstones: int = 50_000
     """Finished requests (and their progress tokens) remembered per input, across its sessions, for
-    late cancels, replies and progress; the oldest are forgotten first."""
+    late cancels, replies and progress; the oldest are forgotten first. Requests judged unanswered at
+    the end of their hold are remembered apart, as many again (`finished.FinishedRequests`)."""
     hold_seconds: float = 300.0
     """How long a silent cancelled request is kept open for a late reply or a verifying read."""
     max_entries: int = 256
