@@ -5,13 +5,16 @@ for measuring before and after a fix; they are large, so they are generated, nev
     .venv/bin/python scripts/make_cost_inputs.py waiting-cancels OUT.jsonl [--cancels 5000] [--pings 40000]
     .venv/bin/python scripts/make_cost_inputs.py tool-names OUT.jsonl [--lists 200] [--names 5000]
     .venv/bin/python scripts/make_cost_inputs.py stream-notes OUT.har [--requests 1000] [--notes 1000]
+    .venv/bin/python scripts/make_cost_inputs.py stream-notes OUT.pcapng [--requests 1000] [--notes 1000]
 
 waiting-cancels: stdio, `--cancels` cancelled tools/calls that are never answered, then `--pings` server
 pings the client answers (a reply to a server request proves nothing about a client's cancel).
 tool-names: stdio, `--lists` tools/list results of `--names` new tool names each (with annotations).
 stream-notes: a HAR whose one POST carries a batch of `--requests` tools/calls, answered on one SSE
 stream that first carries `--notes` server log notifications (each is related to every request the
-stream carries); with `--cancels N`, a batch POST in the middle of the stream cancels the first N.
+stream carries); with `--cancels N`, a batch POST in the middle of the stream cancels the first N. To a
+`.pcapng`, the same over HTTP/1.1 as a capture (written frame by frame by synth_capture.py: one chunk
+and one segment per notification).
 """
 
 from __future__ import annotations
@@ -102,6 +105,45 @@ def stream_notes(requests: int, notes: int, cancels: int = 0) -> Iterator[str]:
     yield json.dumps({"log": {"version": "1.2", "creator": {"name": "cost", "version": "1"}, "entries": entries}})
 
 
+def stream_notes_capture(out: Path, requests: int, notes: int) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from synth_capture import Pcapng, Tcp
+
+    cap = Pcapng(out)
+    tcp = Tcp(cap, 40000)
+    session = "c0575e55"
+
+    def post(message: object, sid: str | None) -> None:
+        body = json.dumps(message).encode()
+        head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.2:8000\r\nContent-Type: application/json\r\n"
+        head += "Accept: application/json, text/event-stream\r\n"
+        head += f"Mcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-11-25\r\n" if sid else ""
+        tcp.send(True, f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+
+    def chunk(text: str) -> None:
+        block = text.encode()
+        tcp.send(False, f"{len(block):x}\r\n".encode() + block + b"\r\n")
+
+    post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}, None)
+    result = json.dumps({"jsonrpc": "2.0", "id": 0, "result": SERVER}).encode()
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: {session}\r\n"
+    tcp.send(False, f"{head}Content-Length: {len(result)}\r\n\r\n".encode() + result)
+    post(
+        [{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "t"}} for i in range(1, requests + 1)],
+        session,
+    )
+    tcp.send(False, b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+    log = json.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "w"}})
+    for _ in range(notes):
+        chunk(f"event: message\ndata: {log}\n\n")
+    for i in range(1, requests + 1):
+        chunk(f"event: message\ndata: {json.dumps({'jsonrpc': '2.0', 'id': i, 'result': {'content': []}})}\n\n")
+    tcp.send(False, b"0\r\n\r\n")
+    tcp.fin(True)
+    tcp.fin(False)
+    cap.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     shapes = parser.add_subparsers(dest="shape", required=True)
@@ -123,6 +165,9 @@ def main() -> int:
         lines = waiting_cancels(args.cancels, args.pings)
     elif args.shape == "tool-names":
         lines = tool_names(args.lists, args.names)
+    elif args.out.suffix == ".pcapng":
+        stream_notes_capture(args.out, args.requests, args.notes)
+        return 0
     else:
         lines = stream_notes(args.requests, args.notes, args.cancels)
     with args.out.open("w") as out:
