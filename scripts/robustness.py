@@ -6,7 +6,8 @@
 
 Not a test: it prints a table (docs/robustness.md says what each column means and keeps the figures).
 The mutations are tests/fuzzing.py's (bit flips, truncation, duplication, splices, half lines, control
-bytes, deep nesting, huge numbers, lone surrogates, BOM, CR-only, CRLF, gzip whole/cut/trailing), one to
+bytes, deep nesting, huge numbers, wrong types, retyped ids, repeated events, lone surrogates, BOM, CR-only,
+CRLF, gzip whole/cut/trailing), one to
 three in a row. Each input runs in a fresh `python` with a wall-clock timeout and an RLIMIT_AS cap: the
 child reads it with the reader (forced with --input-format) and then runs `cancelwire audit` on it in
 process. Per reader:
@@ -63,7 +64,7 @@ try:
     except InputError:
         pass
     out["cited"], out["messages"] = sorted(cited), sorted(messages)
-    from cancelwire.cli import main
+    from cancelwire.cli.main import main
     stdout, stderr = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         out["status"] = main(["audit", str(path), "--input-format", reader_name])

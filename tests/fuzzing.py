@@ -248,6 +248,43 @@ def lone_surrogate(data: bytes, rng: random.Random, donor: bytes) -> Mutated:
     return _replace("lone-surrogate", data, at, at, escape)
 
 
+_INTEGER_ID = re.compile(rb'(\\?)"(?:id|requestId)\\?"\s*:\s*(-?\d{1,20})(?=[,}\s])')
+_STRING_ID = re.compile(rb'(\\?)"(?:id|requestId)\\?"\s*:\s*\\?"(-?\d{1,20})\\?"')
+
+
+def retyped_id(data: bytes, rng: random.Random, donor: bytes) -> Mutated:
+    """An integer id (or cancel's requestId) written as a string, or a string of digits as an integer, in
+    raw or escaped JSON (issue 19: the tables merged the ids 1 and "1", which are two requests)."""
+    found = list(_INTEGER_ID.finditer(data)) + list(_STRING_ID.finditer(data))
+    if not found:
+        return wrong_type(data, rng, donor)
+    match = rng.choice(found)
+    quote = match.group(1) + b'"'
+    start, end = match.start(2), match.end(2)
+    if match.re is _STRING_ID:  # drop the quotes around the digits
+        return _replace("retyped-id", data, start - len(quote), end + len(quote), match.group(2))
+    return _replace("retyped-id", data, start, end, quote + match.group(2) + quote)
+
+
+_EVENT = re.compile(rb"data: .{1,2000}?(?:\n\n|\\n\\n)", re.S)
+
+
+def repeated_event(data: bytes, rng: random.Random, donor: bytes) -> Mutated:
+    """One SSE event (raw, or escaped in a HAR's JSON), else one line, repeated 50 or 500 times in place:
+    a flood of one message (issue 19: a server notification went on every request of its stream, a reply
+    walked every waiting cancel; each must cost once, not once per open request)."""
+    events = list(_EVENT.finditer(data))
+    if events:
+        event = rng.choice(events)
+        start, end = event.start(), event.end()
+    else:
+        start = _line_start(data, rng)
+        newline = data.find(b"\n", start)
+        end = len(data) if newline < 0 else newline + 1
+    copies = rng.choice((50, 500))
+    return _replace(f"repeated-event-{copies}", data, start, end, data[start:end] * copies)
+
+
 def bom(data: bytes, rng: random.Random, donor: bytes) -> Mutated:
     return _replace("bom", data, 0, 0, b"\xef\xbb\xbf")
 
@@ -282,6 +319,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     deep_nesting,
     huge_number,
     wrong_type,
+    retyped_id,
+    repeated_event,
     lone_surrogate,
     bom,
     cr_only,
@@ -506,6 +545,39 @@ def wrong_typed_steps(draw: st.DrawFn) -> list[tuple[str, object, float]]:
             )
         if draw(st.sampled_from([True, True, False])):
             steps.append((other, {"jsonrpc": "2.0", "id": latest, "result": draw(wrong_typed(result, latest))}, gap))
+    return steps
+
+
+@st.composite
+def cost_steps(draw: st.DrawFn) -> list[tuple[str, object, float]]:
+    """Issue 19's cost shapes, small: cancelled calls left waiting for an ordering proof while the server
+    pings (its replies prove nothing) and sometimes the client pings (its reply proves them); tools/list
+    results naming new tools each time; the ids 1 and "1" side by side; late replies after long gaps."""
+    calls = draw(st.lists(st.sampled_from([1, "1", 2, "2", 3, "x"]), min_size=1, max_size=5, unique=True))
+    steps: list[tuple[str, object, float]] = []
+    for call in calls:
+        steps.append(
+            ("c2s", {"jsonrpc": "2.0", "id": call, "method": "tools/call", "params": {"name": f"t{call}"}}, 0.01)
+        )
+        if draw(st.booleans()):
+            steps.append(
+                ("c2s", {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": call}}, 0.01)
+            )
+    for n in range(draw(st.integers(0, 6))):
+        what = draw(st.sampled_from(["server-ping", "client-ping", "tools", "late-reply"]))
+        gap = draw(st.sampled_from([0.001, 0.5, 400.0]))
+        if what == "tools":
+            names = draw(st.lists(st.sampled_from([*(f"t{c}" for c in calls), "a", "b", "c", "d"]), max_size=5))
+            tools = [{"name": name, "annotations": {"readOnlyHint": draw(st.booleans())}} for name in names]
+            steps.append(("c2s", {"jsonrpc": "2.0", "id": f"l{n}", "method": "tools/list"}, gap))
+            steps.append(("s2c", {"jsonrpc": "2.0", "id": f"l{n}", "result": {"tools": tools}}, 0.001))
+        elif what == "late-reply":
+            steps.append(("s2c", {"jsonrpc": "2.0", "id": draw(st.sampled_from(calls)), "result": {}}, gap))
+        else:
+            asker, answerer = ("s2c", "c2s") if what == "server-ping" else ("c2s", "s2c")
+            ping_id = draw(st.sampled_from([f"p{n}", 100 + n, str(100 + n)]))
+            steps.append((asker, {"jsonrpc": "2.0", "id": ping_id, "method": "ping"}, gap))
+            steps.append((answerer, {"jsonrpc": "2.0", "id": ping_id, "result": {}}, 0.001))
     return steps
 
 

@@ -13,7 +13,8 @@ from cancelwire.judge.catalog import load_catalog
 from cancelwire.model import REVISIONS, Severity
 from cancelwire.rebuild.reconstruct import ReconstructOptions
 from cancelwire.run.pipeline import AuditOptions, audit
-from fuzzing import fuzz_settings, hostile_steps, timed, wrong_typed_steps
+from cancelwire.tables import exchanges
+from fuzzing import cost_steps, fuzz_settings, hostile_steps, timed, wrong_typed_steps
 from hypothesis import given
 from hypothesis import strategies as st
 from transcripts import write_transcript
@@ -72,3 +73,22 @@ def test_wrong_typed_members_of_known_methods_are_judged_deterministically(
     path = _transcript(tmp_path_factory.mktemp("typed"), steps, vantage)
     options = AuditOptions(reconstruct=ReconstructOptions(protocol=revision, max_open=4))
     assert _summary(path, options) == _summary(path, options)
+
+
+@fuzz_settings(40)
+@given(steps=cost_steps(), vantage=st.sampled_from(["proxy", "client", "server"]), hold=st.sampled_from([1.0, 300.0]))
+def test_cost_shapes_are_judged_deterministically_within_their_bounds(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, object, float]], vantage: str, hold: float
+) -> None:
+    """Issue 19's shapes (cancels waiting for a proof under pings, many tool names, the ids 1 and "1", replies
+    after the hold) with small bounds: deterministic, and no session remembers more tools than its bound."""
+    path = _transcript(tmp_path_factory.mktemp("cost"), steps, vantage)
+    options = AuditOptions(reconstruct=ReconstructOptions(hold_seconds=hold, max_tools=3, max_tombstones=3))
+    assert _summary(path, options) == _summary(path, options)
+    rows: list[dict[str, object]] = []
+    result = audit([str(path)], options, on_exchange=lambda timeline, call: rows.append(exchanges.row(timeline, call)))
+    try:
+        assert all(len(s.tool_effects) <= 3 for s in result.sessions)
+        assert {(r["request_id_type"], type(r["request_id"])) for r in rows} <= {("integer", str), ("string", str)}
+    finally:
+        result.close()

@@ -3,7 +3,8 @@
 tests/rules/<slug>/ holds `triggers.*` (must fire) and `clean.*` (the nearest miss, must not), each
 with `<name>.expect.toml`:
 
-    [options]                 # optional: protocol, vantage, race_window, input_format, keylog, max_tombstones
+    [options]                 # optional: protocol, vantage, race_window, input_format, keylog, max_tombstones,
+                              # max_tools
     [[finding]]               # every expected finding, exactly
     request_id = 2            # omit for findings with no request
     severity = "warning"
@@ -56,6 +57,7 @@ def _options(slug: str, table: dict[str, Any], base: Path) -> AuditOptions:
             protocol=table.get("protocol"),
             race_window=table.get("race_window"),
             max_tombstones=table.get("max_tombstones", ReconstructOptions().max_tombstones),
+            max_tools=table.get("max_tools", ReconstructOptions().max_tools),
         ),
         select=frozenset({slug}),
         merge=table.get("merge", False),

@@ -33,6 +33,27 @@ def test_mypy_strict_is_clean_on_the_package() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_no_merge_conflict_markers_are_committed() -> None:
+    """Text files only: a merge left half-resolved shows nowhere else (Markdown renders the markers)."""
+    files = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--", "*.md", "*.py", "*.toml", "*.j2", "*.yml"],
+            cwd=ROOT,
+            capture_output=True,
+            timeout=60,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
+    marked = [
+        name
+        for name in files
+        if name and any(line.startswith(("<<<<<<< ", ">>>>>>> ")) for line in (ROOT / name).read_text().splitlines())
+    ]
+    assert marked == []
+
+
 def test_model_records_are_immutable_to_the_type_checker(tmp_path: Path) -> None:
     """Records are not frozen at run time (speed), so mypy is what keeps them immutable: it must
     reject assigning a field, and accept building and replacing one."""

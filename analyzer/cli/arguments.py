@@ -121,7 +121,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("diagram", help="draw one request's sequence diagram from recordings or a JSON report")
     d.add_argument("paths", nargs="+", metavar="PATH", help="recordings, or one report of --format json")
-    d.add_argument("--request", required=True, metavar="ID", help="the request's id")
+    d.add_argument("--request", required=True, metavar="ID", help="the request's id (as the exchange table shows it)")
+    d.add_argument(
+        "--id-type",
+        choices=("integer", "string"),
+        help='the id\'s JSON type, when an integer id and a string id read the same (1 and "1")',
+    )
     d.add_argument("--session", metavar="KEY", help="its session, when the id is in several")
     d.add_argument("-o", "--output", type=Path, metavar="FILE.svg|FILE.html", help="default: SVG on stdout")
     d.add_argument("--redact", action="store_true", help="payload values by type and length, as audit --redact")

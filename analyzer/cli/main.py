@@ -123,7 +123,8 @@ def _sigterm_unwinds(enabled: bool) -> Iterator[None]:
 def _diagram(args: argparse.Namespace) -> int:
     from . import drawing
 
-    found = drawing.find(args.paths, args.request, args.session, redacted=args.redact, merge=args.merge)
+    wanted = drawing.Wanted(args.request, args.session, args.id_type)
+    found = drawing.find(args.paths, wanted, redacted=args.redact, merge=args.merge)
     page = args.output is not None and args.output.suffix in (".html", ".htm")
     text = drawing.html_page(found) if page else drawing.svg_document(found)
     if args.output is None:

@@ -30,7 +30,7 @@ from ..judge.rule import Rule
 from ..readers import InputSource
 from ..run.partial import AuditSoFar, Partial, pack_calls
 from ..run.pipeline import AuditOptions, audit_source, sources
-from .work import Context, Done, Progress, Submit, Task, Work
+from .work import Context, Done, Progress, Submit, Task, Work, worker_died
 
 #: Inputs from which `--jobs` defaults to one worker per core (fewer are audited in this process).
 PARALLEL_FROM = 8
@@ -306,10 +306,7 @@ def _result(future: futures.Future[Done]) -> Done:
     try:
         return future.result()
     except BrokenProcessPool:
-        raise CancelwireError(
-            "a worker process died while auditing (killed, or out of memory?)",
-            "run again with fewer --jobs, or --jobs 1",
-        ) from None
+        raise worker_died("a worker process", "run again with fewer --jobs, or --jobs 1") from None
 
 
 def _stop(pool: futures.ProcessPoolExecutor) -> None:

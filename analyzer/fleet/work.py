@@ -7,6 +7,7 @@ from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass
 
+from ..errors import CancelwireError
 from ..judge.rule import Rule
 from ..run.cancellations import Packed
 from ..run.partial import Partial
@@ -53,3 +54,9 @@ class Context:
 
 
 Submit = Callable[[Task], "futures.Future[Done]"]
+
+
+def worker_died(who: str, hint: str) -> CancelwireError:
+    """What a run says when a worker died under it (killed by hand or by the OOM killer): what happened and
+    what to try, exit 2; no traceback, as it is no bug of cancelwire's (`--jobs` and `--dask` alike)."""
+    return CancelwireError(f"{who} died while auditing (killed, or out of memory?)", hint)

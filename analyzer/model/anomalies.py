@@ -104,6 +104,8 @@ class AnomalyName(StrEnum):
     """A session had more open requests than --max-open; the oldest were flushed unjudged (CW401)."""
     RECONSTRUCT_TOMBSTONES_FORGOTTEN = "reconstruct.tombstones-forgotten"
     """An input had more finished requests than are remembered; the oldest were forgotten (CW402)."""
+    RECONSTRUCT_TOOLS_FORGOTTEN = "reconstruct.tools-forgotten"
+    """A session listed more tool names than are remembered; the least recently listed were forgotten (CW403)."""
 
     # http.*, http2.*, sse.*: HTTP exchanges and event streams (captures and HARs)
     HTTP_ERROR_STATUS = "http.error-status"

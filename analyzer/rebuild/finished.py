@@ -4,9 +4,10 @@ A late cancel, reply or progress notification names a request whose timeline is 
 tombstone per finished request (method, last position) tells "after completion" from "never sent"; a
 finished progress token tells late progress from progress for an unknown token. A cancelled request
 judged unanswered at the end of its hold keeps its cancel, so a reply that comes later still is
-linked to it and judged against that cancel. Memory is bounded per
-input across its sessions: the oldest are forgotten first, and the first time that happens the
-`reconstruct.tombstones-forgotten` anomaly says so.
+linked to it and judged against that cancel; those are remembered apart, so that the requests that
+finish after it (a busy session answers thousands in a hold) do not push it out. Memory is bounded per
+input across its sessions (each memory to `limit`): the oldest are forgotten first, and the first time
+that happens the `reconstruct.tombstones-forgotten` anomaly says so.
 """
 
 from __future__ import annotations
@@ -68,11 +69,14 @@ class FinishedRequests:
         self.limit = limit
         """Finished requests (and, apart, their tokens) remembered before the oldest are forgotten."""
         self._requests: OrderedDict[_RequestKey, Tombstone] = OrderedDict()
+        self._held: OrderedDict[_RequestKey, Tombstone] = OrderedDict()
+        """Requests judged unanswered at the end of their hold (`Tombstone.unanswered_cancel`), apart."""
         self._tokens: OrderedDict[_TokenKey, tuple[str, TokenState]] = OrderedDict()
         self._forgetting = False
 
     def request(self, session_key: str, requester: Side, request_id: RequestId) -> Tombstone | None:
-        return self._requests.get((session_key, requester, request_id))
+        key = (session_key, requester, request_id)
+        return self._requests.get(key) or self._held.get(key)
 
     def token(self, session_key: str, token: str | int) -> tuple[str, TokenState] | None:
         """The method of the finished request that carried `token`, and what later progress means."""
@@ -93,13 +97,14 @@ class FinishedRequests:
         """Remember a finalised request (and its progress token when it still owned it); the
         `reconstruct.tombstones-forgotten` anomaly the first time an old tombstone had to go."""
         last = item.log.newest
-        requests = self._requests
         key = (session.key, item.requester, item.request_id)
-        if key in requests:
-            del requests[key]  # an id used again: its newest use goes to the end
+        for memory in (self._requests, self._held):
+            memory.pop(key, None)  # an id used again: its newest use goes to the end
         tomb = Tombstone(item.method, last.seq, last.ts, judged)
+        requests = self._requests
         if judged and not ended and not item.replied and item.cancel is not None:
             tomb.unanswered_cancel, tomb.proof_seq = item.cancel, item.proof_seq
+            requests = self._held
         requests[key] = tomb
         forgot = len(requests) > self.limit
         if forgot:

@@ -20,7 +20,7 @@ def hold(session: SessionState, item: PendingRequest) -> None:
     """A cancelled request stays open: a late reply or a verifying read can still come."""
     session.held.setdefault(item.seq, item)
     if session.start.transport is Transport.STDIO:
-        session.awaiting_proof[item.seq] = item
+        session.awaiting_proof.setdefault(item.requester, {})[item.seq] = item
     if item.tool is not None:
         session.awaiting_read[item.seq] = item
 
@@ -54,16 +54,24 @@ def expired(session: SessionState, now: float, hold_seconds: float) -> Iterator[
 
 
 def prove_order(session: SessionState, answered: PendingRequest, reply_seq: int) -> None:
-    """stdio: a reply to a request sent after a cancel proves the cancel was read (in-order pipes)."""
-    for key, item in list(session.awaiting_proof.items()):
-        cancel = item.cancel
-        if cancel is None:
-            continue  # only cancelled requests wait for a proof
-        if cancel.entry.seq >= answered.seq:
+    """stdio: a reply to a request sent after a cancel proves the cancel was read (in-order pipes).
+
+    Only the cancels of the same requester are looked at (its pipe is the one read in order), oldest
+    first, up to the first one sent after the answered request: a reply costs what it proves, plus one."""
+    waiting = session.awaiting_proof.get(answered.requester)
+    if waiting is None:
+        return
+    proven = []
+    for key, item in waiting.items():
+        cancel = item.cancel  # every waiting request has one
+        if cancel is None or cancel.entry.seq >= answered.seq:
             break  # in cancel order: no later cancel is proven by this reply either
-        if item.requester is answered.requester:
-            item.proof_seq = reply_seq
-            del session.awaiting_proof[key]
+        item.proof_seq = reply_seq
+        proven.append(key)
+    for key in proven:
+        del waiting[key]
+    if not waiting:
+        del session.awaiting_proof[answered.requester]
 
 
 def verify_reads(

@@ -93,3 +93,22 @@ def relate(
         return Relation.CROSSING, Certainty.INFERRED
     gap = entry.ts - cancel.entry.ts
     return (Relation.AFTER if gap > race_window else Relation.CROSSING), Certainty.INFERRED
+
+
+def steady(
+    cancel: CancelInfo, requester: Side, *, vantage: Vantage, proof_seq: int | None, crossed: frozenset[int]
+) -> bool:
+    """Whether `relate` says the same of every later entry from the receiver that names no cancel,
+    whatever its time: recorded where the cancel is read, a disconnect on the wire, an ordering proof
+    already made, or a cancel with no time (and no second recording names crossings). A proof made
+    later changes it: one is only made together with an entry of the request's own."""
+    if crossed:
+        return False
+    receiver = requester.other
+    return (
+        (vantage is Vantage.SERVER and receiver is Side.SERVER)
+        or (vantage is Vantage.CLIENT and receiver is Side.CLIENT)
+        or (cancel.mechanism is CancelMechanism.DISCONNECT and vantage is Vantage.WIRE)
+        or proof_seq is not None
+        or cancel.entry.ts is None
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from typing import Any, TypeGuard
 
 from ..model import (
@@ -32,7 +33,7 @@ from ..model import (
     revisions,
 )
 from ..model.jsonrpc import json_kind
-from .entrylog import EntryLog
+from .entrylog import EntryLog, StreamCount
 from .ordering import DEFAULT_RACE_WINDOWS, race_window, relate
 
 _Key = tuple[Side, RequestId]
@@ -181,6 +182,16 @@ class TaskTraffic:
 
 
 @dataclass(slots=True)
+class StreamNotes:
+    """The server's messages on one HTTP stream, put on every client request it carries (`streams.on_note`)."""
+
+    counter: StreamCount = field(default_factory=StreamCount)
+    """Counts them once for the requests whose logs share it (`EntryLog.share`)."""
+    eager: dict[int, PendingRequest] = field(default_factory=dict)
+    """The requests (by `seq`) whose logs take each one as it comes: the others share `counter`."""
+
+
+@dataclass(slots=True)
 class SessionState:
     start: SessionStart
     """What the reader said about the session (its vantage includes `--vantage`)."""
@@ -189,20 +200,30 @@ class SessionState:
     round trips the recording shows (`ordering.race_window`)."""
     round_trips: dict[Side, float] = field(default_factory=dict)
     """Per requester, the fastest request→reply (seconds) the recording showed before any cancel."""
+    max_tools: int = 10_000
+    """Tool names whose annotations are remembered; past it the least recently listed are forgotten."""
+    tools_forgotten: int = 0
+    """Tool names forgotten so far (a call of one is judged as of a tool with no annotations)."""
     revision: Revision | None = None
     revision_basis: RevisionBasis = RevisionBasis.ASSUMED
     client_info: Mapping[str, Any] | None = None
     server_info: Mapping[str, Any] | None = None
     tool_effects: dict[str, ToolEffect] = field(default_factory=dict)
+    """Tool name -> what its annotations say, least recently listed first (bounded by `max_tools`)."""
     open: dict[_Key, PendingRequest] = field(default_factory=dict)
     tokens: dict[str | int, _Key] = field(default_factory=dict)
-    streams: dict[str, list[_Key]] = field(default_factory=dict)
+    streams: dict[str, dict[_Key, None]] = field(default_factory=dict)
+    """Per HTTP stream, the requests open on it, in request order (a dict: removing one costs one look-up)."""
+    stream_notes: dict[str, StreamNotes] = field(default_factory=dict)
+    """Per stream with a client request open on it: where the server's messages on it go."""
     held: dict[int, PendingRequest] = field(default_factory=dict)
     """Cancelled or disconnected requests still open, oldest cancel first (bounded by `hold_seconds`). Keyed
     by the request's `seq`, not its id: a hostile sender may reuse the id of a task's call held for its
     tasks/cancel, and both requests must keep their own hold."""
-    awaiting_proof: dict[int, PendingRequest] = field(default_factory=dict)
-    """stdio cancels not yet proven read by the receiver, in cancel order (by request `seq`)."""
+    awaiting_proof: dict[Side, dict[int, PendingRequest]] = field(default_factory=dict)
+    """stdio cancels not yet proven read by the receiver, per requester (only a reply to a request of
+    the same requester proves one), each in cancel order (by request `seq`); a requester with none
+    waiting has no entry, so the session's dict is empty when nothing waits."""
     awaiting_read: dict[int, PendingRequest] = field(default_factory=dict)
     """Cancelled tool calls no later read has verified yet."""
     first_ts: float | None = None
@@ -251,10 +272,16 @@ class SessionState:
         *,
         names_cancel: Certainty | None = None,
         crossed: bool = False,
-    ) -> None:
+    ) -> TimelineEntry:
         """Add an entry to a request's timeline, tagged once with where it stands relative to the cancel
         (`names_cancel`: how surely its own content says it answers a cancelled request; `crossed`: its
-        recording proves it crossed the close, `MessageEvent.crossed`)."""
+        recording proves it crossed the close, `MessageEvent.crossed`); returns it as tagged."""
+        log = item.log
+        if log.shared is not None and item.stream is not None:
+            # it has its own entry now: the stream's later messages are taken one by one again, and
+            # tagged against what it says (a cancel is set before its entry is added)
+            log.catch_up()
+            self.stream_notes[item.stream].eager[item.seq] = item
         cancel = item.cancel
         if cancel is not None and entry is not cancel.entry:
             if item.window is None:
@@ -271,11 +298,11 @@ class SessionState:
             )
             entry = replace(entry, relation=relation, certainty=certainty)
         # `EntryLog.add` inline: once per message, and the call cost 1.4 % of a stdio audit (A/B)
-        log = item.log
         if log.runs is None and len(log.entries) < log.limit:
             log.entries.append(entry)
         else:
             log.count(entry)
+        return entry
 
     def window_for(self, requester: Side) -> float:
         """The race window for a cancel REQUESTER sends now (`ordering.race_window`)."""
@@ -303,7 +330,9 @@ class SessionState:
         self.open[key] = item
         self.requests += 1
         if item.stream is not None:
-            self.streams.setdefault(item.stream, []).append(key)
+            self.streams.setdefault(item.stream, {})[key] = None
+            if item.requester is Side.CLIENT:
+                self.stream_notes.setdefault(item.stream, StreamNotes()).eager[item.seq] = item
         if item.progress_token is not None:
             self.tokens[item.progress_token] = key
 
@@ -313,19 +342,29 @@ class SessionState:
         if self.open.get(key) is item:  # a task's call, judged late, may share its key with a newer request
             del self.open[key]
         if item.held:
-            for waiting in (self.held, self.awaiting_proof, self.awaiting_read):
-                waiting.pop(item.seq, None)
+            self.held.pop(item.seq, None)
+            self.awaiting_read.pop(item.seq, None)
+            self.stop_awaiting_proof(item)
         if item.stream is not None:
+            item.log.catch_up()
+            notes = self.stream_notes.get(item.stream)
+            if notes is not None:
+                notes.eager.pop(item.seq, None)
             keys = self.streams.get(item.stream)
-            if keys is not None and key in keys:
-                keys.remove(key)
-                if not keys:
-                    del self.streams[item.stream]
+            if keys is not None and keys.pop(key, False) is None and not keys:  # None: it was there
+                del self.streams[item.stream]
+                self.stream_notes.pop(item.stream, None)
         token = item.progress_token
         if token is not None and self.tokens.get(token) == key:
             del self.tokens[token]
             return True
         return False
+
+    def stop_awaiting_proof(self, item: PendingRequest) -> None:
+        """`item` no longer waits for an ordering proof (finalised, or a task's call whose task took over)."""
+        waiting = self.awaiting_proof.get(item.requester)
+        if waiting is not None and waiting.pop(item.seq, None) is not None and not waiting:
+            del self.awaiting_proof[item.requester]
 
     def learn(self, method: str, result: Mapping[str, Any]) -> str | None:
         """Facts the first result of a request teaches: the negotiated revision, peer info, tool annotations.
@@ -346,12 +385,19 @@ class SessionState:
         if not isinstance(tools, list):
             return f"the tools/list result's tools is {json_kind(tools)}, not an array"
         unnamed = 0
+        effects = self.tool_effects
         for tool in tools:
             name = tool.get("name") if isinstance(tool, dict) else None
             if isinstance(name, str):
-                self.tool_effects[name] = tool_effect_from_annotations(tool)
+                effects.pop(name, None)  # listed again: now the most recently listed
+                effects[name] = tool_effect_from_annotations(tool)
             else:
                 unnamed += 1
+        excess = len(effects) - self.max_tools
+        if excess > 0:
+            for old in list(islice(effects, excess)):  # the least recently listed
+                del effects[old]
+            self.tools_forgotten += excess
         if unnamed:
             return f"{unnamed} of the {len(tools)} tools of a tools/list result are not objects with a string name"
         return None

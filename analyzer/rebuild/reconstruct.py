@@ -73,12 +73,17 @@ class ReconstructOptions:
     """Open requests per session before the oldest is flushed (`reconstruct.too-many-open-requests`)."""
     max_tombstones: int = 50_000
     """Finished requests (and their progress tokens) remembered per input, across its sessions, for
-    late cancels, replies and progress; the oldest are forgotten first."""
+    late cancels, replies and progress; the oldest are forgotten first. Requests judged unanswered at
+    the end of their hold are remembered apart, as many again (`finished.FinishedRequests`)."""
     hold_seconds: float = 300.0
     """How long a silent cancelled request is kept open for a late reply or a verifying read."""
     max_entries: int = 256
     """Entries kept per request; past it, like entries are counted in one (`TimelineEntry.repeats`),
     so a request that streams progress for hours costs bounded memory."""
+    max_tools: int = 10_000
+    """Tool names whose annotations are remembered per session; past it the least recently listed are
+    forgotten (`reconstruct.tools-forgotten`, once per session), and a call of one reads as a call of a
+    tool with no annotations."""
     verifying_reads: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Tool name → the tools (or `resources/read`) whose later success verifies its effect."""
 
@@ -167,7 +172,7 @@ class Reconstructor:
     # -- sessions ----------------------------------------------------------------------------
 
     def _new_session(self, start: SessionStart) -> SessionState:
-        state = SessionState(start, race_window=self.options.race_window)
+        state = SessionState(start, race_window=self.options.race_window, max_tools=self.options.max_tools)
         if self.options.protocol:
             state.learn_revision(self.options.protocol, RevisionBasis.OVERRIDDEN)
         elif start.revision:
@@ -313,10 +318,7 @@ class Reconstructor:
     def _notification(self, session: SessionState, event: MessageEvent, sender: Side) -> None:
         """Any other notification: on HTTP, a server's message on a request's stream is tied to it."""
         if event.stream is not None and sender is Side.SERVER:
-            for key in session.streams.get(event.stream, ()):
-                item = session.open.get(key)
-                if item is not None and item.requester is Side.CLIENT:
-                    session.add_entry(item, message_entry(EntryKind.RELATED_MESSAGE, sender, event))
+            streams.on_note(session, event)
 
     # -- cancels -----------------------------------------------------------------------------
 
@@ -370,15 +372,22 @@ class Reconstructor:
         if item.is_task or session.task_traffic is not None:
             self._out.extend(task_traffic.on_reply(session, event, item, message))
         if first_reply and kind is EntryKind.RESULT:
-            invalid = session.learn(item.method, message.payload)
-            if invalid is not None:  # like every invalid message (CW302, once per input): of no request
-                self._out.append(session.anomaly(event, AnomalyName.JSONRPC_INVALID_MESSAGE, invalid))
-            if session.awaiting_read and message.payload.get("isError") is not True:  # a failed read checked nothing
-                holds.verify_reads(session, item, entry, self.options.verifying_reads)
+            self._learn(session, event, item, entry)
         if session.awaiting_proof:
             holds.prove_order(session, item, event.seq)
         if holds.settled(session, item):
             self._finalise(session, item, ended=False)
+
+    def _learn(self, session: SessionState, event: MessageEvent, item: PendingRequest, entry: TimelineEntry) -> None:
+        """What a request's first result teaches the session, and what it may verify."""
+        forgotten = session.tools_forgotten
+        invalid = session.learn(item.method, event.message.payload)
+        if invalid is not None:  # like every invalid message (CW302, once per input): of no request
+            self._out.append(session.anomaly(event, AnomalyName.JSONRPC_INVALID_MESSAGE, invalid))
+        if session.tools_forgotten and not forgotten:  # once per session
+            self._out.append(_tools_forgotten(session, event, self.options.max_tools))
+        if session.awaiting_read and event.message.payload.get("isError") is not True:  # a failed read checked nothing
+            holds.verify_reads(session, item, entry, self.options.verifying_reads)
 
     # -- transport ---------------------------------------------------------------------------
 
@@ -395,6 +404,7 @@ class Reconstructor:
 
     def _finalise(self, session: SessionState, item: PendingRequest, *, ended: bool, judged: bool = True) -> None:
         """Close a timeline; an unjudged one (flushed, superseded) leaves a tombstone but meets no rule."""
+        item.log.catch_up()  # its share of its stream's messages, before anything reads its log
         if judged and item.gave_up is not None:
             self._out.extend(gave_up.unsent_cancel(session, item, ended=ended))
         own_token = session.remove_open(item)
@@ -403,6 +413,15 @@ class Reconstructor:
             self._out.append(forgotten)
         if judged and not (item.is_task and tasks.keeps(session, item)):  # a task's call stays open while it runs
             self._out.append(session.timeline(item, ended=ended))
+
+
+def _tools_forgotten(session: SessionState, event: MessageEvent, limit: int) -> Anomaly:
+    what = (
+        f"more than {limit} tool names listed in this session; the annotations of the least recently listed "
+        f"({session.tools_forgotten} so far) are forgotten, so a call of one is judged as of a tool with no "
+        "annotations (unknown effect)"
+    )
+    return session.anomaly(event, AnomalyName.RECONSTRUCT_TOOLS_FORGOTTEN, what)
 
 
 def _null_id_allowed(message: Message, revision: Revision | None) -> bool:

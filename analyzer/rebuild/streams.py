@@ -5,14 +5,23 @@ disconnect before the reply is the cancel where the revision says so (`cancels.d
 that ends can let an answered request be finalised (`holds.settled`). A task-augmented request whose task
 handle was returned is cancelled only by `tasks/cancel` (shared/PROTOCOL.md §7): the client closing its
 stream afterwards is not put on its timeline, so no rule reads it as a disconnect.
+
+A server's message on a stream (a log notification, a request of its own) is related to every client
+request the stream carries; a batch POST carries up to `--max-open`. Each request's log takes such
+messages one by one until it counts them in a run, with a relation to its cancel that later messages
+cannot change (`ordering.steady`); from then on the stream counts them once for all those requests
+(`entrylog.StreamCount`): a message costs one look at each request still taking them one by one, which
+its entry limit bounds, not one per request.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from ..model import Anomaly, EntryKind, Side, TimelineEntry, TransportEvent, TransportKind
+from ..model import Anomaly, EntryKind, MessageEvent, Side, TimelineEntry, TransportEvent, TransportKind
 from . import cancels, holds
+from .entrylog import message_entry
+from .ordering import steady
 from .pending import PendingRequest, SessionState
 
 _TRANSPORT_ENTRY: Mapping[TransportKind, tuple[EntryKind, Side | None]] = {
@@ -63,3 +72,24 @@ def on_transport(session: SessionState, event: TransportEvent, emit: Callable[[A
             if holds.settled(session, item):
                 settled.append(item)
     return settled
+
+
+def on_note(session: SessionState, event: MessageEvent) -> None:
+    """A server's message on a stream (not a reply, progress or cancel): on every client request it carries."""
+    notes = session.stream_notes.get(event.stream or "")
+    if notes is None:
+        return
+    entry = message_entry(EntryKind.RELATED_MESSAGE, Side.SERVER, event)
+    notes.counter.add(entry)  # for the requests sharing the count; those that join below start after it
+    counter, start = notes.counter, session.start
+    sharing = []
+    for seq, item in notes.eager.items():
+        tagged = session.add_entry(item, entry)
+        cancel = item.cancel
+        if (
+            cancel is None
+            or steady(cancel, item.requester, vantage=start.vantage, proof_seq=item.proof_seq, crossed=start.crossed)
+        ) and item.log.share(counter, tagged):
+            sharing.append(seq)
+    for seq in sharing:
+        del notes.eager[seq]

@@ -185,7 +185,7 @@ def _on_call(
     if answers_cancel and call.proof_seq is None:
         # written after the receiver read the cancel: what it says later is after the cancel, for sure
         call.proof_seq = event.seq
-        session.awaiting_proof.pop(call.seq, None)
+        session.stop_awaiting_proof(call)
 
 
 def _ended(session: SessionState, task: TaskState) -> Iterator[Output]:

@@ -7,6 +7,8 @@ Columns:
     session         session key (input path, plus server name or HTTP session id)
     requester       who sent the request: client or server
     request_id      the JSON-RPC id, as text (ids may be strings or integers)
+    request_id_type integer | string: the id's JSON type, which tells the id 1 from the id "1" (the
+                    engine keeps them apart: JSON-RPC ids are equal only with the same type)
     method          JSON-RPC method
     tool            tool name for tools/call, else empty
     tool_effect     read-only | side-effecting | unknown (tools/list annotations) | none (not a tool)
@@ -43,7 +45,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import CancelwireError
-from ..model import CancelledCall, EntryKind, RequestTimeline
+from ..model import CancelledCall, EntryKind, RequestId, RequestTimeline
 from ..support.inert import CSV_FORMULA_STARTS, UNSAFE_CHARACTER, csv_cell
 
 CHUNK_ROWS = 50_000
@@ -52,6 +54,7 @@ COLUMNS: dict[str, str] = {
     "session": "category",
     "requester": "category",
     "request_id": "string",
+    "request_id_type": "category",
     "method": "category",
     "tool": "string",
     "tool_effect": "category",
@@ -98,6 +101,7 @@ def row(timeline: RequestTimeline, cancelled: CancelledCall | None) -> dict[str,
         "session": timeline.session_key,
         "requester": timeline.requester.value,
         "request_id": str(timeline.request_id),
+        "request_id_type": id_type(timeline.request_id),
         "method": timeline.method,
         "tool": timeline.tool or "",
         "tool_effect": timeline.tool_effect,
@@ -117,6 +121,16 @@ def row(timeline: RequestTimeline, cancelled: CancelledCall | None) -> dict[str,
         "cancel_ts": nan if cancel_ts is None else cancel_ts,
         "last_ts": nan if last is None else last,
     }
+
+
+def id_type(request_id: RequestId | None) -> str:
+    """`integer` or `string`: the JSON type of a request id, so that 1 and "1" (two ids, never equal in
+    JSON-RPC) are two rows a reader can tell apart; empty for no id. A column of its own keeps
+    `request_id` the plain text users already filter on, in CSV as in Parquet (an id rendered as JSON
+    would put quotes in every string id, which CSV doubles)."""
+    if request_id is None:
+        return ""
+    return "string" if isinstance(request_id, str) else "integer"
 
 
 def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:

@@ -10,6 +10,7 @@ findings
     level             the spec level broken (MUST, SHOULD, ...), empty when none
     session           session key
     request_id        the JSON-RPC id as text, empty for session-level findings
+    request_id_type   integer | string (the id's JSON type: 1 and "1" are two ids), empty with no id
     method            JSON-RPC method, empty when none
     revision          protocol revision in force, empty when unknown
     ts                epoch seconds (UTC) of the cited message; NaN when the input has no timestamps
@@ -19,7 +20,7 @@ findings
     fingerprint       the baseline fingerprint (baseline.py): the same when the scenario is recorded again
 
 cancellations
-    session, request_id, method, tool   as above; tool empty when the call was not tools/call
+    session, request_id, request_id_type, method, tool   as above; tool empty when the call was not tools/call
     mechanism         notification | disconnect | tasks-cancel
     outcome           clean | late-result-discarded | late-result-violation | outcome-unverified | verified-by-read
     certainty         exact | inferred
@@ -47,6 +48,7 @@ FINDING_COLUMNS: dict[str, str] = {
     "level": "category",
     "session": "category",
     "request_id": "string",
+    "request_id_type": "category",
     "method": "category",
     "revision": "category",
     "ts": "float64",
@@ -59,6 +61,7 @@ FINDING_COLUMNS: dict[str, str] = {
 CANCELLATION_COLUMNS: dict[str, str] = {
     "session": "category",
     "request_id": "string",
+    "request_id_type": "category",
     "method": "category",
     "tool": "string",
     "mechanism": "category",
@@ -97,6 +100,7 @@ def _finding_row(f: Finding, fingerprint: str) -> dict[str, Any]:
         "level": f.level.value if f.level else "",
         "session": f.session_key or "",
         "request_id": "" if f.request_id is None else str(f.request_id),
+        "request_id_type": exchanges.id_type(f.request_id),
         "method": f.method or "",
         "revision": f.revision or "",
         "ts": float("nan") if f.ts is None else f.ts,
@@ -111,6 +115,7 @@ def _cancellation_row(c: CancelledCall) -> dict[str, Any]:
     return {
         "session": c.session_key,
         "request_id": str(c.request_id),
+        "request_id_type": exchanges.id_type(c.request_id),
         "method": c.method,
         "tool": c.tool or "",
         "mechanism": c.mechanism.value,
