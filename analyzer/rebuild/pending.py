@@ -11,7 +11,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from itertools import islice
-from typing import Any, TypeGuard
+from typing import Any
 
 from ..model import (
     Anomaly,
@@ -35,6 +35,7 @@ from ..model import (
 from ..model.jsonrpc import json_kind
 from .entrylog import EntryLog, StreamCount
 from .ordering import DEFAULT_RACE_WINDOWS, race_window, relate
+from .params import peer_info, tool_effect_from_annotations
 
 _Key = tuple[Side, RequestId]
 #: What a timeline cannot show when a response to its request was recorded but not read.
@@ -503,47 +504,3 @@ class SessionState:
             requests=self.requests,
             messages=self.messages,
         )
-
-
-# -- what a request's params say -----------------------------------------------------------------
-
-
-def tool_effect_from_annotations(tool: Mapping[str, Any]) -> ToolEffect:
-    """From a `tools/list` entry (Tool annotations): read-only only when it says so."""
-    annotations = tool.get("annotations")
-    if not isinstance(annotations, dict):
-        return ToolEffect.UNKNOWN
-    if annotations.get("readOnlyHint") is True:
-        return ToolEffect.READ_ONLY
-    return ToolEffect.SIDE_EFFECTING
-
-
-def peer_info(payload: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
-    """`clientInfo`/`serverInfo` from initialize, or from `_meta` (2026-07-28)."""
-    meta = payload.get("_meta")
-    for value in (payload.get(name), meta.get(f"io.modelcontextprotocol/{name}") if isinstance(meta, dict) else None):
-        if isinstance(value, dict):
-            return value
-    return None
-
-
-def tool_of(method: str, params: Mapping[str, Any]) -> str | None:
-    name = params.get("name") if method == "tools/call" else None
-    return name if isinstance(name, str) else None
-
-
-def valid_token(token: Any) -> TypeGuard[str | int]:
-    """A progress token or request id: a string or an integer (not a bool)."""
-    return isinstance(token, str | int) and not isinstance(token, bool)
-
-
-def progress_token_of(params: Mapping[str, Any]) -> str | int | None:
-    meta = params.get("_meta")
-    token = meta.get("progressToken") if isinstance(meta, dict) else None
-    return token if valid_token(token) else None
-
-
-def declared_revision_of(params: Mapping[str, Any]) -> Revision | None:
-    meta = params.get("_meta")
-    version = meta.get(revisions.META_VERSION_KEY) if isinstance(meta, dict) else None
-    return version if isinstance(version, str) else None

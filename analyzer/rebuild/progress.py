@@ -16,7 +16,8 @@ from ..model import Anomaly, AnomalyName, EntryKind, Message, MessageEvent, Side
 from . import task_traffic
 from .entrylog import message_entry
 from .finished import FinishedRequests
-from .pending import PendingRequest, SessionState, valid_token
+from .params import valid_token
+from .pending import PendingRequest, SessionState
 
 _NUMBERS = (int, float)
 _ABSENT: Any = object()

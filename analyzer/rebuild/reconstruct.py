@@ -50,15 +50,8 @@ from . import cancels, gave_up, holds, progress, streams, task_traffic, tasks
 from .cancel_words import tagged
 from .entrylog import EntryLog, message_entry
 from .finished import FinishedRequests
-from .pending import (
-    PendingRequest,
-    SessionState,
-    declared_revision_of,
-    peer_info,
-    progress_token_of,
-    tool_of,
-    valid_token,
-)
+from .params import declared_revision_of, peer_info, progress_token_of, tool_of, valid_token
+from .pending import PendingRequest, SessionState
 
 DEFAULT_MAX_OPEN = 10_000
 
