@@ -82,6 +82,10 @@ READER_SAMPLES: dict[str, tuple[str, ...]] = {
         "sample_captures/har/browser-chromium-cancel.har",
         "tests/rules/har-request-failed/triggers.har",
     ),
+    "mcpsnoop": (
+        "tests/fixtures/mcpsnoop/stdio-late-result-after-cancel.jsonl",
+        "tests/fixtures/mcpsnoop/http-sdk-cancel-notification.jsonl",
+    ),
     "pcap": (
         "sample_captures/http/sdk-http-cancel-close-stream.pcapng",
         "sample_captures/http/bad-server-writes-after-disconnect.pcapng",

@@ -27,7 +27,6 @@ cancel is a notification and is seen; on Streamable HTTP a client's disconnect (
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterator
 from datetime import datetime
@@ -36,10 +35,10 @@ from typing import Any
 import orjson
 
 from ...model import AnomalyName, Direction, EntryKind, Event, Transport, Vantage
-from ...model.jsonrpc import dumps
+from ...model.jsonrpc import dumps, loads_any
 from ..base import InputSource, ReadOptions
 from ..lines import RawLine, source_lines
-from ..text.hostlog import LogSessions, is_initialize_request
+from ..text.hostlog import MAX_SESSIONS, LogSessions, is_initialize_request
 
 UNRECORDED = frozenset(
     {
@@ -73,8 +72,8 @@ class McpsnoopReader:
             isinstance(value, dict)
             and isinstance(value.get("session_id"), str)
             and isinstance(value.get("seq"), int)
-            and value.get("direction") in DIRECTIONS
-            and value.get("transport") in TRANSPORTS
+            and _named(value.get("direction"), DIRECTIONS)
+            and _named(value.get("transport"), TRANSPORTS)
         )
 
     def read(self, source: InputSource, options: ReadOptions) -> Iterator[Event]:
@@ -90,6 +89,9 @@ class _Log:
         self.sessions = LogSessions(source, name, options, Vantage.PROXY, unrecorded=UNRECORDED)
         self.factory = self.sessions.factory
         self.last_seq: dict[str, int] = {}
+        """Per session id (at most `MAX_SESSIONS`): its last `seq`, 0 before its first record."""
+        self.begun: dict[str, str] = {}
+        """Per session id: the key of its session, once begun."""
         self.last_key: str | None = None
         """The session of the last record read: where an unreadable line is reported."""
         self.in_batch = False
@@ -113,20 +115,26 @@ class _Log:
 
     def record(self, raw: RawLine, record: _Record) -> Iterator[Event]:
         group, line = record.group, raw.number
+        if group not in self.last_seq and len(self.last_seq) < MAX_SESSIONS:  # bounded, as sessions are
+            self.last_seq[group] = 0
+            self.sessions.labels[group] = record.label
+            self.sessions.transports[group] = record.transport
+        gap = self.seq_gap(group, record.seq)
         direction = record.direction
         if direction is None:  # stderr and meta: never protocol
-            self.sessions.labels.setdefault(group, record.label)
-            self.sessions.transports.setdefault(group, record.transport)
+            if gap is not None:
+                yield self.factory.anomaly(
+                    line, record.ts, self.begun.get(group), AnomalyName.INPUT_RECORDS_MISSING, gap
+                )
             return
         text = record.payload_text()
         initialize = direction is Direction.C2S and text is not None and is_initialize_request(text)
-        self.sessions.labels.setdefault(group, record.label)
-        self.sessions.transports.setdefault(group, record.transport)
         yield from self.sessions.begin(group, line, record.ts, initialize=initialize)
         if self.sessions.refused:
             return
-        key = self.last_key = self.sessions.key(group)
-        yield from self.seq_gap(group, key, line, record)
+        key = self.last_key = self.begun[group] = self.sessions.key(group)
+        if gap is not None:
+            yield self.factory.anomaly(line, record.ts, key, AnomalyName.INPUT_RECORDS_MISSING, gap)
         if record.bad_ts is not None:
             what = f"the record's ts {record.bad_ts[:60]!r} is not an RFC 3339 time; its messages are kept without one"
             yield self.factory.anomaly(line, None, key, AnomalyName.INPUT_BAD_RECORD, what)
@@ -157,18 +165,17 @@ class _Log:
             text, line=line, ts=ts, session_key=key, direction=direction, not_json_name=not_json
         )
 
-    def seq_gap(self, group: str, key: str, line: int, record: _Record) -> Iterator[Event]:
+    def seq_gap(self, group: str, seq: int) -> str | None:
+        """What a record's `seq` says was lost before it, if anything (groups past `MAX_SESSIONS` are not followed)."""
         last = self.last_seq.get(group)
-        self.last_seq[group] = max(record.seq, last or 0)
-        if last is None or record.seq == last + 1:
-            return
-        if record.seq > last + 1:
-            what = (
-                f"mcpsnoop's records {last + 1}..{record.seq - 1} are missing (it drops frames when its queue is full)"
-            )
-        else:
-            what = f"record {record.seq} comes after record {last}: out of order or repeated"
-        yield self.factory.anomaly(line, record.ts, key, AnomalyName.INPUT_RECORDS_MISSING, what)
+        if last is None:
+            return None
+        self.last_seq[group] = max(seq, last)
+        if seq == last + 1:
+            return None
+        if seq > last + 1:
+            return f"mcpsnoop's records {last + 1}..{seq - 1} are missing (it drops frames when its queue is full)"
+        return f"record {seq} comes after record {last}: out of order or repeated"
 
 
 class _Record:
@@ -192,7 +199,9 @@ class _Record:
 
     def __init__(self, value: dict[str, Any]) -> None:
         sid: str = value["session_id"]
-        self.group = sid if _SAFE_ID.fullmatch(sid) else "sid-" + hashlib.sha256(sid.encode()).hexdigest()[:16]
+        self.group = (
+            sid if _SAFE_ID.fullmatch(sid) else "sid-" + hashlib.sha256(sid.encode("utf-8", "replace")).hexdigest()[:16]
+        )
         label = value.get("server_label")
         self.label = label[:LABEL_CHARS] if isinstance(label, str) and label else self.group
         self.seq: int = value["seq"]
@@ -219,9 +228,9 @@ class _Record:
             return "an mcpsnoop record without a session_id"
         if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
             return f"an mcpsnoop record whose seq is not a count: {str(seq)[:40]!r}"
-        if value.get("direction") not in DIRECTIONS:
+        if not _named(value.get("direction"), DIRECTIONS):
             return f"unknown direction {str(value.get('direction'))[:40]!r} (c2s, s2c, stderr or meta)"
-        if value.get("transport") not in TRANSPORTS:
+        if not _named(value.get("transport"), TRANSPORTS):
             return f"unknown transport {str(value.get('transport'))[:40]!r} (stdio or http)"
         return cls(value)
 
@@ -235,21 +244,15 @@ class _Record:
 _NOT_JSON = object()
 
 
+def _named(value: Any, table: dict[str, Any]) -> bool:
+    """True when VALUE is a string naming a key of TABLE (a recorded value may be any JSON)."""
+    return isinstance(value, str) and value in table
+
+
 def _loads(text: str) -> Any:
-    """A line's JSON: orjson, else the standard library (an id past 64 bits, a lone surrogate escape), bounded in
-    depth by its recursion limit; `_NOT_JSON` when it is neither."""
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return json.loads(text, parse_constant=_not_a_number)
-    except (ValueError, RecursionError):
-        return _NOT_JSON
-
-
-def _not_a_number(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    """A line's JSON (an id past 64 bits and lone surrogates too); `_NOT_JSON` when it is not JSON."""
+    ok, value = loads_any(text)
+    return value if ok else _NOT_JSON
 
 
 def _time(value: Any) -> tuple[float | None, str | None]:
