@@ -14,9 +14,9 @@ the frames of recordings that real peers made at the same place mcpsnoop sits:
 * Streamable HTTP: a HAR that mitmdump wrote as a reverse proxy in front of the SDK server (mcpsnoop's
   `--target` mode sits there too). Each POST body is a `c2s` record at the end of its send; each JSON
   reply or SSE `data:` event an `s2c` record with the response's `status` at the response's end; an
-  empty plain body a status-only record (an SSE stream with no event leaves none). A request the client gave up on (`_error`) has no response
-  record: mcpsnoop emits none when the client's context is cancelled. The HAR has no client port, so
-  `conn_id` is made up, one per entry.
+  empty plain body a status-only record (an SSE stream with no event leaves none). A request the
+  client gave up on (`_error`) has no response record: mcpsnoop emits none when the client's context
+  is cancelled. The HAR has no client port, so `conn_id` is made up, one per entry.
 
 Records are written as Go's `encoding/json` writes an `Envelope`: fields in declaration order, empty
 optional fields left out, `ts` in RFC 3339 with nanoseconds (trailing zeros trimmed, `Z` for UTC),

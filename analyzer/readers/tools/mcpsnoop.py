@@ -107,13 +107,13 @@ class _Log:
             name = AnomalyName.INPUT_TRUNCATED_LINE if raw.unterminated else AnomalyName.INPUT_NON_JSON_LINE
             yield factory.anomaly(raw.number, None, self.last_key, name, f"not an mcpsnoop record: {text[:80]!r}")
             return
-        record = _Record.of(value)
+        record = _Envelope.of(value)
         if isinstance(record, str):
             yield factory.anomaly(raw.number, None, self.last_key, AnomalyName.INPUT_BAD_RECORD, record)
             return
         yield from self.record(raw, record)
 
-    def record(self, raw: RawLine, record: _Record) -> Iterator[Event]:
+    def record(self, raw: RawLine, record: _Envelope) -> Iterator[Event]:
         group, line = record.group, raw.number
         if group not in self.last_seq and len(self.last_seq) < MAX_SESSIONS:  # bounded, as sessions are
             self.last_seq[group] = 0
@@ -140,7 +140,9 @@ class _Log:
             yield self.factory.anomaly(line, None, key, AnomalyName.INPUT_BAD_RECORD, what)
         yield from self.frame(raw, key, record, direction, text)
 
-    def frame(self, raw: RawLine, key: str, record: _Record, direction: Direction, text: str | None) -> Iterator[Event]:
+    def frame(
+        self, raw: RawLine, key: str, record: _Envelope, direction: Direction, text: str | None
+    ) -> Iterator[Event]:
         factory, line, ts = self.factory, raw.number, record.ts
         continued = record.batch and self.in_batch
         self.in_batch = record.batch
@@ -178,7 +180,7 @@ class _Log:
         return f"record {seq} comes after record {last}: out of order or repeated"
 
 
-class _Record:
+class _Envelope:
     """One envelope, checked: every field has its type, or the line is a bad record."""
 
     __slots__ = (
@@ -219,7 +221,7 @@ class _Record:
         self.ts, self.bad_ts = _time(value.get("ts"))
 
     @classmethod
-    def of(cls, value: Any) -> _Record | str:
+    def of(cls, value: Any) -> _Envelope | str:
         """The record, or what is wrong with it."""
         if not isinstance(value, dict):
             return "not an mcpsnoop record (not a JSON object)"
