@@ -86,6 +86,10 @@ READER_SAMPLES: dict[str, tuple[str, ...]] = {
         "tests/fixtures/mcpsnoop/stdio-late-result-after-cancel.jsonl",
         "tests/fixtures/mcpsnoop/http-sdk-cancel-notification.jsonl",
     ),
+    "inspector": (
+        "tests/fixtures/inspector/history-late-result-after-cancel.json",
+        "tests/fixtures/inspector/network-sdk-cancel-notification.json",
+    ),
     "pcap": (
         "sample_captures/http/sdk-http-cancel-close-stream.pcapng",
         "sample_captures/http/bad-server-writes-after-disconnect.pcapng",

@@ -10,8 +10,7 @@ import pytest
 from cancelwire.model import Anomaly, AnomalyName, Direction, MessageEvent, SessionStart, Transport, Vantage
 from cancelwire.readers import InputSource, ReadOptions, choose_reader
 from cancelwire.readers.tools.mcpsnoop import READER, UNRECORDED
-from cancelwire.reports.document import build
-from cancelwire.run.pipeline import audit
+from reader_audits import findings_of, report_of
 
 ROOT = Path(__file__).resolve().parents[1]
 SNOOP = ROOT / "tests" / "fixtures" / "mcpsnoop"
@@ -21,18 +20,6 @@ NOT_JUDGED = (
     "write-after-disconnect, stream-left-open-after-abandon, capture-ended-with-stream-open, message-after-disconnect"
 )
 CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "w"}}
-
-
-def _report(path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    monkeypatch.chdir(ROOT)
-    return build(audit([str(path.relative_to(ROOT))]))
-
-
-def _findings(report: dict[str, Any]) -> list[tuple[Any, ...]]:
-    return [
-        (f["rule_id"], f["severity"], f["certainty"], f["request_id"], [e["line"] for e in f["evidence"]])
-        for f in report["findings"]
-    ]
 
 
 def _events(path: Path) -> list[Any]:
@@ -55,8 +42,8 @@ def _write(tmp_path: Path, *records: dict[str, Any] | str) -> Path:
 
 
 def test_stdio_late_result_as_in_the_transcript(monkeypatch: pytest.MonkeyPatch) -> None:
-    report = _report(SNOOP / "stdio-late-result-after-cancel.jsonl", monkeypatch)
-    assert _findings(report) == [
+    report = report_of(SNOOP / "stdio-late-result-after-cancel.jsonl", monkeypatch)
+    assert findings_of(report) == [
         ("CW101", "warning", "inferred", 2, [7, 10]),
         ("CW102", "warning", "inferred", 2, [7, 8, 9]),
     ]
@@ -68,15 +55,15 @@ def test_stdio_late_result_as_in_the_transcript(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_stdio_sdk_cancel_is_clean(monkeypatch: pytest.MonkeyPatch) -> None:
-    report = _report(SNOOP / "stdio-sdk-cancel-slow-tool.jsonl", monkeypatch)
-    assert _findings(report) == []
+    report = report_of(SNOOP / "stdio-sdk-cancel-slow-tool.jsonl", monkeypatch)
+    assert findings_of(report) == []
     (call,) = report["cancellations"]
     assert (call["request_id"], call["mechanism"], call["outcome"]) == (3, "notification", "outcome-unverified")
 
 
 def test_http_reply_after_the_cancel(monkeypatch: pytest.MonkeyPatch) -> None:
-    report = _report(SNOOP / "http-sdk-cancel-notification.jsonl", monkeypatch)
-    assert _findings(report) == [("CW101", "warning", "exact", 3, [8, 9])]
+    report = report_of(SNOOP / "http-sdk-cancel-notification.jsonl", monkeypatch)
+    assert findings_of(report) == [("CW101", "warning", "exact", 3, [8, 9])]
     (session,) = report["sessions"]
     assert (session["transport"], session["protocol_version"]) == ("streamable-http", "2025-11-25")
 
@@ -84,9 +71,9 @@ def test_http_reply_after_the_cancel(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_http_close_is_not_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
     """Under 2026-07-28 the SDK cancels by closing the call's stream; mcpsnoop writes nothing for a close, so
     no cancel is seen and the call reads as never answered: what the docs say this format cannot show."""
-    report = _report(SNOOP / "http-sdk-cancel-close-stream.jsonl", monkeypatch)
+    report = report_of(SNOOP / "http-sdk-cancel-close-stream.jsonl", monkeypatch)
     assert report["cancellations"] == []
-    assert _findings(report) == [("CW108", "warning", "exact", 2, [3])]
+    assert findings_of(report) == [("CW108", "warning", "exact", 2, [3])]
 
 
 def test_session_start_declares_what_is_unrecorded() -> None:
