@@ -63,7 +63,7 @@ try:
     except InputError:
         pass
     out["cited"], out["messages"] = sorted(cited), sorted(messages)
-    from cancelwire.cli import main
+    from cancelwire.cli.main import main
     stdout, stderr = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         out["status"] = main(["audit", str(path), "--input-format", reader_name])
