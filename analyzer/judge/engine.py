@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from ..model import (
     Anomaly,
@@ -34,6 +35,16 @@ MAX_OPEN_GROUPS = 10_000
 anomaly of that group then starts a new one, reported as a second finding."""
 
 
+class SkipKind(StrEnum):
+    """Why a rule was not judged on a session."""
+
+    NOT_IN_FORCE = "not-in-force"
+    """The session's revision (over its transport) gives the rule no level: it was judged, with nothing to
+    say. The reports name the revision's rule set once, not under "Not judged"."""
+    UNRECORDED = "unrecorded"
+    """The recording cannot show what the rule's verdict rests on (or a reply could not be read)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Skip:
     """A rule that did not apply to a session, and why (shown in every report)."""
@@ -42,6 +53,7 @@ class Skip:
     rule: str
     session_key: str
     reason: str
+    kind: SkipKind = SkipKind.UNRECORDED
 
 
 @dataclass(slots=True)
@@ -78,7 +90,7 @@ class Engine:
             where = f"{revision} over {transport}" if transport else str(revision)
             self.skips.setdefault(
                 (rule.id, session),
-                Skip(rule.id, rule.slug, session, f"not in force under {where}"),
+                Skip(rule.id, rule.slug, session, f"not in force under {where}", SkipKind.NOT_IN_FORCE),
             )
         return level
 
@@ -253,6 +265,7 @@ class Engine:
         cited = [anchor] if anchor is not None else []
         evidence = list(dict.fromkeys([e.origin for e in cited] + [e.origin for e in hits]))
         sender = first.side.value if first.side is not None else "the recording"
+        said = first.said_cancelled  # a reply's own word that it answers a cancelled request
         text = _render(
             rule.message,
             method=tl.method,
@@ -262,6 +275,13 @@ class Engine:
             sender=sender,
             receiver=tl.requester.other.value,
             revision=tl.revision,
+            detail=(
+                f"the reply itself says the request was cancelled ({said})"
+                if said is not None
+                else _window_basis(rule, tl)
+                if certainty is Certainty.INFERRED
+                else None
+            ),
         )
         return Finding(
             rule_id=rule.id,
@@ -304,10 +324,22 @@ def _absent_kinds(rule: Rule) -> frozenset[EntryKind]:
     return frozenset() if never is None else frozenset(never.events)
 
 
+_STREAM_ENDS = frozenset(
+    {
+        EntryKind.STREAM_CLOSED_BY_CLIENT,
+        EntryKind.STREAM_CLOSED_BY_SERVER,
+        EntryKind.STREAM_RESET_BY_CLIENT,
+        EntryKind.STREAM_RESET_BY_SERVER,
+    }
+)
+
+
 def _absence(
     cond: Condition, tl: RequestTimeline, cancelled: CancelledCall | None
 ) -> tuple[TimelineEntry, list[TimelineEntry]] | None:
-    """Nothing matching `never` followed the anchor (within `within` seconds, when given)."""
+    """Nothing matching `never` followed the anchor (within `within` seconds, when given). A stream end
+    counts only on the stream that carried the request's response when the anchor came, and one before
+    the anchor ended the wait already: a stream closed before the client gave up is not left open."""
     assert cond.after is not None and cond.never is not None
     never = cond.never
     # an anchor that itself ends the wait (a close that is also the cancel) is no anchor
@@ -317,7 +349,11 @@ def _absence(
     )
     if anchor is None:
         return None
-    closer = next((e for e in tl.entries if e.seq > anchor.seq and _selects(never, tl, e, cancelled)), None)
+    response = _response_stream(tl, anchor) if never.events & _STREAM_ENDS else None
+    ends = (e for e in tl.entries if _selects(never, tl, e, cancelled) and _on_stream(e, response))
+    closer = next((e for e in ends if e.seq > anchor.seq or e.kind in _STREAM_ENDS), None)
+    if closer is not None and closer.seq < anchor.seq:
+        return None  # the stream had ended before the anchor: nothing was left open
     if closer is None:
         if not tl.ended_by_recording:
             return None
@@ -327,6 +363,19 @@ def _absence(
     if cond.within is not None and (closer.ts is None or anchor.ts is None or closer.ts - anchor.ts <= cond.within):
         return None  # closed in time, or no clock to tell
     return anchor, [closer]
+
+
+def _response_stream(tl: RequestTimeline, anchor: TimelineEntry) -> str | None:
+    """The stream that carried the request's response when `anchor` came: the last the receiver wrote
+    on before it, else the request's own. Not the anchor's: a cancel is POSTed on a stream of its own."""
+    receiver = tl.requester.other
+    before = (e.stream for e in reversed(tl.entries) if e.seq < anchor.seq and e.side is receiver and e.stream)
+    return next(before, tl.stream)
+
+
+def _on_stream(entry: TimelineEntry, stream: str | None) -> bool:
+    """A stream fact counts on `stream` only; message entries are the request's wherever they came."""
+    return entry.kind not in _STREAM_ENDS or stream is None or entry.stream == stream
 
 
 def _anchors(sel: Selector, tl: RequestTimeline, entry: TimelineEntry, cancelled: CancelledCall | None) -> bool:
@@ -381,6 +430,18 @@ def _timed(timing: Timing | None, tl: RequestTimeline, anchor: TimelineEntry, en
     is_cancel = tl.cancel is not None and anchor.seq == tl.cancel.entry.seq
     relation = entry.relation if is_cancel else Relation.AFTER
     return relation is (Relation.AFTER if timing is Timing.LATE else Relation.CROSSING)
+
+
+def _window_basis(rule: Rule, tl: RequestTimeline) -> str | None:
+    """Why the race window that timed this finding is what it is, when the recording's round trips set it."""
+    window = tl.measured_window
+    if rule.condition.timing is None or window is None:
+        return None
+    return (
+        f"race window {window:.3f} s, the fastest round trip this recording shows for a {tl.requester.value} "
+        f"request (wider than the {tl.vantage.value} default): a reply within "
+        "one round trip of the cancel may have left before the cancel arrived"
+    )
 
 
 def _render(

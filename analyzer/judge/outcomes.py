@@ -133,9 +133,10 @@ def _late(timeline: RequestTimeline) -> task_outcomes.Late | None:
     if reply is None:
         return None
     if reply.relation is Relation.AFTER:
-        return task_outcomes.Late(
-            Outcome.LATE_RESULT_VIOLATION, reply, "the reply left after the cancel reached the receiver"
-        )
+        why = "the reply left after the cancel reached the receiver"
+        if reply.said_cancelled is not None:
+            why += f": it says itself that the request was cancelled ({reply.said_cancelled})"
+        return task_outcomes.Late(Outcome.LATE_RESULT_VIOLATION, reply, why)
     why = "the reply crossed the cancel in flight; the canceller must discard it"
     return task_outcomes.Late(Outcome.LATE_RESULT_DISCARDED, reply, why)
 

@@ -26,8 +26,8 @@ from ..model import (
     TransportKind,
     Vantage,
 )
+from ..rebuild.cancel_words import says_cancelled
 from ..rebuild.gave_up import REQUESTER
-from ..rebuild.ordering import says_cancelled
 from .align import ClockFit
 
 #: Error codes clients use for a call they gave up on: LSP's RequestCancelled, the TypeScript SDK's
@@ -274,7 +274,7 @@ def _gave_up(event: MessageEvent, marked: bool) -> bool:
         return False
     text = m.payload.get("message")
     timed_out = isinstance(text, str) and ("timed out" in text.lower() or "timeout" in text.lower())
-    return says_cancelled(m) or timed_out or m.payload.get("code") in GAVE_UP_CODES
+    return says_cancelled(m) is not None or timed_out or m.payload.get("code") in GAVE_UP_CODES
 
 
 def _cancel_reached(ev: Evidence, request_id: RequestId) -> bool:

@@ -49,6 +49,9 @@ class TimelineEntry:
     """How many messages or events this entry stands for. Past a request's entry limit, like entries
     (same kind, side, relation and certainty) are counted in one entry: its origin and time are the
     first one's, and the others may interleave with later entries."""
+    said_cancelled: str | None = None
+    """A reply whose own content says its request was cancelled: what it said, in the words of
+    `rebuild.cancel_words` (never the reply's text), the proof that it was written after the cancel."""
     status: str | None = None
     """What a task entry reports: the task's status (`cancelled`, `completed`, ...; None for an empty
     acknowledgement), `result` for a `tasks/result` answered with content, `empty result` for one answered
@@ -113,6 +116,9 @@ class RequestTimeline:
     replies)."""
     reply_unread: bool = False
     """A response to it was recorded but could not be read (`Anomaly.reply_unread`), and no reply was read."""
+    measured_window: float | None = None
+    """The race window (seconds) its entries after the cancel were judged with, when the round trips the
+    recording itself shows set it above the vantage's default; None when the default or `--race-window` did."""
 
 
 @record

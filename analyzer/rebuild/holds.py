@@ -72,7 +72,8 @@ def verify_reads(
     reply: TimelineEntry,
     verifying_reads: Mapping[str, tuple[str, ...]],
 ) -> None:
-    """A successful later read may have checked what a cancelled side-effecting call did."""
+    """A successful later read may have checked what a cancelled side-effecting call did. Only one that
+    succeeded: a JSON-RPC error or a tool result marked `isError` checked nothing."""
     read_name = "resources/read" if read.method == "resources/read" else read.tool
     if read_name is None:
         return

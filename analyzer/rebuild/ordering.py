@@ -14,8 +14,6 @@ from ..model import (
     CancelInfo,
     CancelMechanism,
     Certainty,
-    Message,
-    MessageKind,
     Relation,
     Side,
     TimelineEntry,
@@ -37,16 +35,23 @@ DEFAULT_RACE_WINDOWS: Mapping[Vantage, float] = {
     Vantage.UNKNOWN: 0.25,
 }
 
-#: The error code SDKs use for "request cancelled" (LSP's RequestCancelled, adopted by the MCP SDKs).
-REQUEST_CANCELLED_CODE = -32800
+MAX_MEASURED_WINDOW = 1.0
+"""Seconds the round trips a recording shows may widen its race window to, at most: the peer under audit
+times its own replies, so a server that answers everything slowly must not excuse any late reply."""
 
 
-def says_cancelled(message: Message) -> bool:
-    """An error reply that names the cancel was written after the cancel was read: an ordering proof."""
-    if message.kind is not MessageKind.ERROR:
-        return False
-    text = message.payload.get("message")
-    return message.payload.get("code") == REQUEST_CANCELLED_CODE or (isinstance(text, str) and "cancel" in text.lower())
+def race_window(vantage: Vantage, *, override: float | None, round_trip: float | None) -> float:
+    """The race window for a cancel recorded at VANTAGE: `--race-window` when given; else the vantage's
+    default, widened to ROUND_TRIP (the fastest request→reply the recording itself shows for the
+    canceller's requests, bounded by `MAX_MEASURED_WINDOW`). A reply that reaches the recording within
+    one round trip of the cancel may have left its sender before the cancel arrived: on a slow link a
+    proxy at the client's end sees every reply at least a round trip after what it answers."""
+    if override is not None:
+        return override
+    default = DEFAULT_RACE_WINDOWS[vantage]
+    if round_trip is None or vantage is Vantage.SERVER:
+        return default
+    return max(default, min(round_trip, MAX_MEASURED_WINDOW))
 
 
 def relate(
@@ -56,16 +61,16 @@ def relate(
     *,
     vantage: Vantage,
     proof_seq: int | None,
-    names_cancel: bool,
-    race_window: float | None,
+    names_cancel: Certainty | None,
+    race_window: float,
     crossed: bool = False,
 ) -> tuple[Relation, Certainty]:
     """BEFORE / CROSSING / AFTER for `entry`, with how sure we are.
 
     `proof_seq`: from this position on, the receiver provably had read the cancel (stdio: it answered
     a request the requester sent after the cancel; pipes are read in order). `names_cancel`: the entry
-    is a reply that says it answers the cancel. `crossed`: two recordings prove the entry crossed the
-    cancel in flight (`SessionStart.crossed`).
+    is a reply that says it answers the cancel (`cancel_words.says_cancelled`), as sure as its words say.
+    `crossed`: two recordings prove the entry crossed the cancel in flight (`SessionStart.crossed`).
     """
     if entry.seq < cancel.entry.seq:
         return Relation.BEFORE, Certainty.EXACT
@@ -82,10 +87,9 @@ def relate(
         return Relation.AFTER, Certainty.EXACT  # the client's FIN/RST was already on the wire
     if proof_seq is not None and entry.seq >= proof_seq:
         return Relation.AFTER, Certainty.EXACT
-    if names_cancel:
-        return Relation.AFTER, Certainty.EXACT
+    if names_cancel is not None:
+        return Relation.AFTER, names_cancel  # its content says it was written after the cancel
     if entry.ts is None or cancel.entry.ts is None:
         return Relation.CROSSING, Certainty.INFERRED
-    window = DEFAULT_RACE_WINDOWS[vantage] if race_window is None else race_window
     gap = entry.ts - cancel.entry.ts
-    return (Relation.AFTER if gap > window else Relation.CROSSING), Certainty.INFERRED
+    return (Relation.AFTER if gap > race_window else Relation.CROSSING), Certainty.INFERRED

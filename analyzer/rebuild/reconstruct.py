@@ -46,9 +46,9 @@ from ..model import (
     revisions,
 )
 from . import cancels, gave_up, holds, progress, streams, task_traffic, tasks
+from .cancel_words import tagged
 from .entrylog import EntryLog, message_entry
 from .finished import FinishedRequests
-from .ordering import says_cancelled
 from .pending import (
     PendingRequest,
     SessionState,
@@ -359,8 +359,9 @@ class Reconstructor:
             if late is not None:
                 self._out.append(late)
             return
-        entry = message_entry(kind, sender, event)
-        session.add_entry(item, entry, names_cancel=says_cancelled(message))
+        entry, names_cancel = tagged(message_entry(kind, sender, event), message)
+        session.add_entry(item, entry, names_cancel=names_cancel, crossed=event.crossed)
+        session.time_reply(item, event.ts)
         first_reply = not item.replied
         item.replied = True
         if first_reply and (item.is_task or session.tasks is not None):
@@ -371,7 +372,7 @@ class Reconstructor:
             invalid = session.learn(item.method, message.payload)
             if invalid is not None:  # like every invalid message (CW302, once per input): of no request
                 self._out.append(session.anomaly(event, AnomalyName.JSONRPC_INVALID_MESSAGE, invalid))
-            if session.awaiting_read:
+            if session.awaiting_read and message.payload.get("isError") is not True:  # a failed read checked nothing
                 holds.verify_reads(session, item, entry, self.options.verifying_reads)
         if session.awaiting_proof:
             holds.prove_order(session, item, event.seq)

@@ -26,6 +26,7 @@ from ..model import (
     AnomalyName,
     CancelInfo,
     CancelMechanism,
+    Certainty,
     EntryKind,
     Message,
     MessageEvent,
@@ -180,7 +181,7 @@ def _on_call(
         status = _status(message.payload)
     answers_cancel = call.cancel is not None and call.cancel.entry.seq == item.seq
     entry = _entry(kind, call.requester.other, event, item.method, status)
-    session.add_entry(call, entry, names_cancel=answers_cancel)
+    session.add_entry(call, entry, names_cancel=Certainty.EXACT if answers_cancel else None)
     if answers_cancel and call.proof_seq is None:
         # written after the receiver read the cancel: what it says later is after the cancel, for sure
         call.proof_seq = event.seq

@@ -11,7 +11,7 @@ Nothing changes how the SDK speaks: the app is ``MCPServer.streamable_http_app()
 The listening socket is bound (and listening) before ``READY`` is printed, so a client that
 connects at once waits in the backlog rather than failing.
 
-Usage: http2_sdk_server.py --port P --log FILE [--tls-cert C --tls-key K] [--max-seconds S]
+Usage: http2_sdk_server.py --port P --log FILE [--host ADDR] [--tls-cert C --tls-key K] [--max-seconds S]
 """
 
 from __future__ import annotations
@@ -41,13 +41,14 @@ def main() -> int:
     ap.add_argument("--tls-cert")
     ap.add_argument("--tls-key")
     ap.add_argument("--max-seconds", type=float, default=60.0)
+    ap.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
     args = ap.parse_args()
 
     log = JsonlLog(args.log)
-    app = TeeMiddleware(build_server().streamable_http_app(), log)
+    app = TeeMiddleware(build_server().streamable_http_app(host=args.host), log)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", args.port))
+    sock.bind((args.host, args.port))
     sock.listen(16)
     sock.set_inheritable(True)
 

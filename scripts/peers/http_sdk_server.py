@@ -13,7 +13,7 @@ Tools:
   * ``flood(count, pad)``     - reports ``count`` progress notifications with a ``pad``-byte message
                                 as fast as the transport takes them, then returns.
 
-Usage: http_sdk_server.py --port P --log FILE [--transport streamable|sse]
+Usage: http_sdk_server.py --port P --log FILE [--host ADDR] [--transport streamable|sse]
        [--tls-cert C --tls-key K] [--sndbuf BYTES] [--max-seconds S]
 Prints ``READY`` on stdout once the listening socket is bound and uvicorn has started.
 """
@@ -93,10 +93,11 @@ def main() -> int:
     ap.add_argument("--tls-key")
     ap.add_argument("--sndbuf", type=int, default=0, help="SO_SNDBUF for accepted sockets (0: kernel default)")
     ap.add_argument("--max-seconds", type=float, default=60.0)
+    ap.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
     args = ap.parse_args()
 
     mcp = build_server()
-    app = mcp.sse_app() if args.transport == "sse" else mcp.streamable_http_app()
+    app = mcp.sse_app() if args.transport == "sse" else mcp.streamable_http_app(host=args.host)
     log = JsonlLog(args.log)
     wrapped = TeeMiddleware(app, log)
 
@@ -105,7 +106,7 @@ def main() -> int:
     if args.sndbuf:
         # Inherited by accepted sockets on Linux; keeps the kernel from absorbing a whole flood.
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, args.sndbuf)
-    sock.bind(("127.0.0.1", args.port))
+    sock.bind((args.host, args.port))
     sock.listen(16)
 
     try:

@@ -88,7 +88,7 @@ class Bodies:
                 and message.method is None
             ):
                 ex.answered = True
-            build = _message(ts, origin, direction, message, ex.id, revision)
+            build = _message(ts, origin, direction, message, ex.id, revision, s.crossed)
             if sent is not None:
                 sent.append((build, message))
             else:
@@ -273,6 +273,12 @@ def _problem(ts: float | None, origin: Origin, name: AnomalyName, detail: str) -
 
 
 def _message(
-    ts: float | None, origin: Origin, direction: Direction, message: Message, stream: str, revision: Revision | None
+    ts: float | None,
+    origin: Origin,
+    direction: Direction,
+    message: Message,
+    stream: str,
+    revision: Revision | None,
+    crossed: bool,
 ) -> Build:
-    return lambda seq, key: MessageEvent(seq, ts, origin, key, direction, message, stream, revision)
+    return lambda seq, key: MessageEvent(seq, ts, origin, key, direction, message, stream, revision, crossed)

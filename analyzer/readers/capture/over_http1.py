@@ -68,7 +68,13 @@ class HttpCapture:
     def tcp(self, conn: Conn, events: list[TcpEvent]) -> None:
         for event in events:
             if type(event) is Delivered:  # by far the most common: tested first, without isinstance
-                self.bytes(conn, event.from_client, event.data)
+                if event.from_client or not (conn.tcp.up.fin or conn.reset_by_client or conn.h2 is not None):
+                    self.bytes(conn, event.from_client, event.data)  # no close of the client's to cross
+                    continue
+                self.sessions.crossed = conn.reset_by_client or conn.tcp.before_client_fin(event.acked)
+                self.sessions.acked = event.acked
+                self.bytes(conn, False, event.data)
+                self.sessions.crossed, self.sessions.acked = False, None
             elif isinstance(event, WindowZero):
                 self._window_zero(conn)
             elif isinstance(event, Lost):
@@ -87,7 +93,7 @@ class HttpCapture:
     def bytes(self, conn: Conn, from_client: bool, data: bytes) -> None:
         if (conn.tcp.up if from_client else conn.tcp.down).gap:
             return
-        if conn.reset:
+        if conn.reset and (from_client or not conn.reset_by_client):
             if not from_client and conn.last is not None:
                 self.server_bytes(conn.last, len(data), "after the connection was reset")
             return
@@ -103,7 +109,7 @@ class HttpCapture:
             self.http_events(conn, conn.http.feed_client(data))
             return
         ex = conn.current()
-        if ex is not None and ex.client_closed:
+        if ex is not None and ex.client_closed and not self.sessions.crossed:
             only_end = data.strip() == b"0"  # just the chunked terminator: no event
             why = "after the client closed the exchange" + (" (only the end of the chunked body)" if only_end else "")
             self.server_bytes(ex, len(data), why)
@@ -112,6 +118,9 @@ class HttpCapture:
     def finish(self, conn: Conn) -> None:
         """The capture ended: what is still open on the connection ends with the recording."""
         self.tcp(conn, conn.tcp.finish())
+        if conn.reset_by_client and conn.h2 is None:
+            self._end_reset(conn)  # the client's reset ended it: what the server sent before it is read
+            return
         for n in conn.open_numbers():
             ex = conn.exchanges.get(n)
             if ex is None:
@@ -182,6 +191,15 @@ class HttpCapture:
             return
         kind = TransportKind.RESET_BY_CLIENT if from_client else TransportKind.RESET_BY_SERVER
         self.sessions.transport(ex, kind, "TCP RST " + ex.stage())
+        if from_client:  # segments the server sent before the RST reached it may still be captured: read them
+            conn.reset_by_client = True
+            for open_ex in conn.exchanges.values():
+                open_ex.client_closed = True
+            return
+        self._end_reset(conn)
+
+    def _end_reset(self, conn: Conn) -> None:
+        """A reset connection: every exchange still open on it ends, its response cut."""
         for open_ex in list(conn.exchanges.values()):
             self.sessions.settle(open_ex)
             self.bodies.partial(open_ex)

@@ -94,6 +94,9 @@ class Exchange:
     request_id: RequestId | None = None
     request_method: str | None = None
     client_closed: bool = False
+    client_closed_at: int | None = None
+    """Where the client's RST_STREAM of it ended in the client's byte stream (TCP sequence number): a server
+    segment acknowledging less was sent before the server had it (RFC 9113 6.4)."""
     last_server_bytes_frame: int = 0
     answered: bool = False
     """A JSON-RPC response to this exchange's request went by (the HTTP body may still be open)."""
@@ -154,6 +157,10 @@ class Sessions:
         self.frame = 0
         """The frame being read (the origin of what it completes)."""
         self.ts: float | None = None
+        self.crossed = False
+        """The server bytes being read left before the client's close reached the server (`MessageEvent.crossed`)."""
+        self.acked: int | None = None
+        """The acknowledgement the server bytes being read first left with (`tcp.Delivered.acked`)."""
         self._started: set[str] = set()
         self._legacy: dict[str, str] = {}
         """Session id (or endpoint URI) from a legacy `endpoint` event → session key."""

@@ -1,0 +1,201 @@
+// Command gopeer is cancelwire's sample peer for the official Go MCP SDK
+// (github.com/modelcontextprotocol/go-sdk v1.7.0): a server and a client on
+// stdio or Streamable HTTP. Only SDK code speaks on the wire; this file only
+// chooses the tools and the scenario. Build it with scripts/build_go_peers.py.
+//
+//	gopeer server-stdio [-ledger-unavailable]
+//	gopeer server-http -addr 127.0.0.1:PORT [-h2c] [-ledger-unavailable]
+//	gopeer client-stdio -- SERVER COMMAND ...
+//	gopeer client-http -url http://127.0.0.1:PORT/mcp [-h2c]
+//
+// The client lists the tools, calls append_ledger with a progress token,
+// cancels the call's context once the 2nd progress notification arrived (the
+// SDK then sends notifications/cancelled), waits -wait past the point where
+// the tool would have finished, then calls read_ledger and pings.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// AppendArgs are append_ledger's arguments.
+type AppendArgs struct {
+	Entry string `json:"entry" jsonschema:"the entry to append"`
+	Steps int    `json:"steps" jsonschema:"how many 0.5 s steps the append takes"`
+}
+
+// LedgerOut is what append_ledger and read_ledger return.
+type LedgerOut struct {
+	Result []string `json:"result"`
+}
+
+// AddArgs are add's arguments.
+type AddArgs struct {
+	A int `json:"a"`
+	B int `json:"b"`
+}
+
+// SumOut is add's result.
+type SumOut struct {
+	Result int `json:"result"`
+}
+
+type ledger struct {
+	mu          sync.Mutex
+	entries     []string
+	unavailable bool
+}
+
+// appendLedger steps every 0.5 s with a progress notification and appends the
+// entry at the end; it returns the context's error as soon as the call is
+// cancelled (the SDK turns that into a CallToolResult with isError true).
+func (l *ledger) appendLedger(ctx context.Context, req *mcp.CallToolRequest, in AppendArgs) (*mcp.CallToolResult, LedgerOut, error) {
+	token := req.Params.GetProgressToken()
+	for step := 0; step < in.Steps; step++ {
+		if token != nil {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+				ProgressToken: token, Progress: float64(step), Total: float64(in.Steps),
+			})
+		}
+		select {
+		case <-ctx.Done():
+			return nil, LedgerOut{}, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.entries = append(l.entries, in.Entry)
+	return nil, LedgerOut{Result: append([]string{}, l.entries...)}, nil
+}
+
+func (l *ledger) readLedger(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, LedgerOut, error) {
+	if l.unavailable {
+		return nil, LedgerOut{}, errors.New("ledger unavailable")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return nil, LedgerOut{Result: append([]string{}, l.entries...)}, nil
+}
+
+func add(ctx context.Context, req *mcp.CallToolRequest, in AddArgs) (*mcp.CallToolResult, SumOut, error) {
+	return nil, SumOut{Result: in.A + in.B}, nil
+}
+
+func newServer(unavailable bool) *mcp.Server {
+	server := mcp.NewServer(&mcp.Implementation{Name: "cancelwire-go-peer", Version: "1.0.0"}, nil)
+	l := &ledger{unavailable: unavailable}
+	mcp.AddTool(server, &mcp.Tool{Name: "append_ledger", Description: "Append an entry, slowly."}, l.appendLedger)
+	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	mcp.AddTool(server, &mcp.Tool{Name: "read_ledger", Description: "The ledger's entries.", Annotations: readOnly}, l.readLedger)
+	mcp.AddTool(server, &mcp.Tool{Name: "add", Description: "a + b", Annotations: readOnly}, add)
+	return server
+}
+
+func runClient(ctx context.Context, transport mcp.Transport, wait time.Duration) error {
+	progressed := make(chan struct{}, 16)
+	client := mcp.NewClient(&mcp.Implementation{Name: "cancelwire-go-client", Version: "1.0.0"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+			progressed <- struct{}{}
+		},
+	})
+	session, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer session.Close()
+	if _, err := session.ListTools(ctx, nil); err != nil {
+		return fmt.Errorf("tools/list: %w", err)
+	}
+	callCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	params := &mcp.CallToolParams{Name: "append_ledger", Arguments: map[string]any{"entry": "order-42", "steps": 4}}
+	params.SetProgressToken("append-1")
+	go func() {
+		_, err := session.CallTool(callCtx, params)
+		done <- err
+	}()
+	for seen := 0; seen < 2; seen++ {
+		select {
+		case <-progressed:
+		case <-time.After(10 * time.Second):
+			cancel()
+			return errors.New("no progress within 10 s")
+		}
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("append_ledger ended with %v, not a cancellation", err)
+	}
+	time.Sleep(wait)
+	if _, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "read_ledger", Arguments: map[string]any{}}); err != nil {
+		return fmt.Errorf("read_ledger: %w", err)
+	}
+	return session.Ping(ctx, nil)
+}
+
+// protocols is HTTP/1.1 only, or unencrypted HTTP/2 only (h2c with prior knowledge).
+func protocols(h2c bool) *http.Protocols {
+	p := new(http.Protocols)
+	if h2c {
+		p.SetUnencryptedHTTP2(true)
+	} else {
+		p.SetHTTP1(true)
+	}
+	return p
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		log.Fatal("usage: gopeer server-stdio|server-http|client-stdio|client-http [flags]")
+	}
+	mode := os.Args[1]
+	flags := flag.NewFlagSet(mode, flag.ExitOnError)
+	addr := flags.String("addr", "127.0.0.1:8000", "server-http: address to listen on")
+	url := flags.String("url", "http://127.0.0.1:8000/mcp", "client-http: the server's MCP endpoint")
+	unavailable := flags.Bool("ledger-unavailable", false, "server: read_ledger answers isError \"ledger unavailable\"")
+	h2c := flags.Bool("h2c", false, "server-http, client-http: HTTP/2 without TLS (prior knowledge) instead of HTTP/1.1")
+	wait := flags.Duration("wait", 2*time.Second, "client: how long to keep the session open after the cancel")
+	_ = flags.Parse(os.Args[2:])
+	ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
+	defer stop()
+	var err error
+	switch mode {
+	case "server-stdio":
+		err = newServer(*unavailable).Run(ctx, &mcp.StdioTransport{})
+	case "server-http":
+		handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newServer(*unavailable) }, nil)
+		mux := http.NewServeMux()
+		mux.Handle("/mcp", handler)
+		err = (&http.Server{Addr: *addr, Handler: mux, Protocols: protocols(*h2c)}).ListenAndServe()
+	case "client-stdio":
+		args := flags.Args()
+		if len(args) == 0 {
+			log.Fatal("client-stdio needs the server command after --")
+		}
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Stderr = os.Stderr
+		err = runClient(ctx, &mcp.CommandTransport{Command: cmd}, *wait)
+	case "client-http":
+		transport := http.DefaultTransport.(*http.Transport).Clone()
+		transport.Protocols = protocols(*h2c)
+		client := &http.Client{Transport: transport}
+		err = runClient(ctx, &mcp.StreamableClientTransport{Endpoint: *url, HTTPClient: client}, *wait)
+	default:
+		log.Fatalf("unknown mode %q", mode)
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+}
