@@ -83,6 +83,14 @@ READER_SAMPLES: dict[str, tuple[str, ...]] = {
         "sample_captures/har/chromium-chrome-har-cancel.har",  # postData.params, an aborted fetch without _error
         "tests/rules/har-request-failed/triggers.har",
     ),
+    "mcpsnoop": (
+        "tests/fixtures/mcpsnoop/stdio-late-result-after-cancel.jsonl",
+        "tests/fixtures/mcpsnoop/http-sdk-cancel-notification.jsonl",
+    ),
+    "inspector": (
+        "tests/fixtures/inspector/history-late-result-after-cancel.json",
+        "tests/fixtures/inspector/network-sdk-cancel-notification.json",
+    ),
     "pcap": (
         "sample_captures/http/sdk-http-cancel-close-stream.pcapng",
         "sample_captures/http/bad-server-writes-after-disconnect.pcapng",

@@ -111,8 +111,9 @@ def _messages_by_line(events: list[Event]) -> dict[int, list[tuple[object, ...]]
 
 
 def _half_line_cases() -> Iterator[tuple[str, str, int]]:
-    # a HAR is one JSON document, not lines: its cuts are tested in tests/test_har_reader.py
-    for name in (n for n in TEXT_READERS if n != "har"):
+    # a HAR or an Inspector export is one JSON document, not lines: their cuts are tested in
+    # tests/test_har_reader.py and tests/test_inspector.py
+    for name in (n for n in TEXT_READERS if n not in ("har", "inspector")):
         for path in READER_SAMPLES[name]:
             yield name, path, 0
 

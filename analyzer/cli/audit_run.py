@@ -32,11 +32,12 @@ T = TypeVar("T")
 
 class ExchangeRows:
     """Where each exchange row goes besides --exchanges: the dataset, and a spool for the HTML report's
-    charts (drawn from the exchange table) when an HTML report is asked for."""
+    charts (drawn from the exchange table) and the OTLP report's spans when either is asked for."""
 
     def __init__(self, reports: list[Output], dataset: DatasetWriter | None) -> None:
         self.dataset = dataset
-        self.spool: Spool[dict[str, Any]] | None = Spool() if any(r.format == "html" for r in reports) else None
+        wanted = any(r.format in ("html", "otlp") for r in reports)  # charts; one span per request
+        self.spool: Spool[dict[str, Any]] | None = Spool() if wanted else None
 
     @property
     def wanted(self) -> bool:

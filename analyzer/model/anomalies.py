@@ -38,6 +38,8 @@ class AnomalyName(StrEnum):
     """A recorded time that is no clock reading (not a date, before 1970, after 2106); ignored (CW930)."""
     INPUT_TOO_MANY_SESSIONS = "input.too-many-sessions"
     """A message of a session past the first 10,000 of one input; it was not read (CW932)."""
+    INPUT_RECORDS_MISSING = "input.records-missing"
+    """A recorder's record numbers jump or go back: it lost records there, messages may be missing (CW950)."""
 
     # stdio.*: the wire lines of a stdio transcript
     STDIO_NON_JSON_LINE = "stdio.non-json-line"

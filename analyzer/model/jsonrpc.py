@@ -117,6 +117,16 @@ def _lenient_loads(text: str | bytes) -> Any:
     return _without_surrogates(value)
 
 
+def loads_any(text: str | bytes) -> tuple[bool, Any]:
+    """`(True, value)` for any JSON text, not only JSON-RPC (orjson, else the standard library as in
+    `_lenient_loads`: ids past 64 bits, lone surrogates replaced); `(False, None)` when it is not JSON."""
+    try:
+        return True, orjson.loads(text)
+    except orjson.JSONDecodeError:
+        value = _lenient_loads(text)
+    return (False, None) if value is _ABSENT else (True, value)
+
+
 def _clean(text: str) -> str:
     if _SURROGATE.search(text) is None:
         return text

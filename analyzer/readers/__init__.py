@@ -13,6 +13,7 @@ from .capture import reader as capture_reader
 from .har import reader as har_reader
 from .source import InputSource
 from .text import claude_desktop, gosdk, ndjson, pysdk, transcript, unreadable, vscode
+from .tools import inspector, mcpsnoop
 from .walk import expand_inputs
 
 __all__ = ["READERS", "InputSource", "ReadOptions", "Reader", "choose_reader", "expand_inputs", "reader_names"]
@@ -21,6 +22,8 @@ READERS: tuple[Reader, ...] = (
     transcript.READER,
     capture_reader.READER,
     har_reader.READER,
+    mcpsnoop.READER,
+    inspector.READER,
     claude_desktop.READER,
     vscode.READER,
     pysdk.READER,

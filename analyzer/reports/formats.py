@@ -62,6 +62,7 @@ FORMATS: Mapping[str, Format] = {
         Format("junit", "JUnit XML for the test views of CI systems", "junit"),
         Format("sarif", "SARIF 2.1.0 for code-scanning views", "sarif"),
         Format("github", "GitHub Actions workflow commands and the job summary", "github"),
+        Format("otlp", "OpenTelemetry traces (OTLP/JSON) for a tracing back end", "otlp"),
     )
 }
 

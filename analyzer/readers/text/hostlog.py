@@ -10,6 +10,7 @@ from ...model import (
     Anomaly,
     AnomalyName,
     Direction,
+    EntryKind,
     Event,
     Message,
     MessageKind,
@@ -159,6 +160,7 @@ class LogSessions:
         *,
         timestamps: bool = True,
         transport: Transport = Transport.STDIO,
+        unrecorded: frozenset[EntryKind] = frozenset(),
     ) -> None:
         self.factory = EventFactory(source.name)
         self.source = source.name
@@ -166,9 +168,13 @@ class LogSessions:
         self.vantage = options.session_vantage(known)
         self.timestamps = timestamps
         self.transport = transport
+        self.unrecorded = unrecorded
+        """Entry kinds the format cannot record (`SessionStart.unrecorded`)."""
         self._state: dict[str | None, tuple[int, bool]] = {}
         self.labels: dict[str | None, str] = {}
         """Display label per group, when the log names the server (else the group itself)."""
+        self.transports: dict[str | None, Transport] = {}
+        """Transport per group, when the log says it per group (else `transport`)."""
         self.started = 0
         """Sessions begun so far (restarts included)."""
         self.refused = False
@@ -205,12 +211,13 @@ class LogSessions:
             ts if ts is not None and plausible(ts) else None,  # the message names a bad one
             self.factory.origin(line),
             self.key(group),
-            self.transport,
+            self.transports.get(group, self.transport),
             self.vantage,
             self.input_format,
             label=self.labels.get(group, group),
             timestamps=self.timestamps,
             supersedes=self._key(group, number - 1) if number > 1 else None,
+            unrecorded=self.unrecorded,
         )
 
     def message(

@@ -1,0 +1,1 @@
+"""Recordings written by other MCP debugging tools (mcpsnoop), read into the same events."""
