@@ -55,7 +55,7 @@ def pack(calls: list[CancelledCall]) -> Packed | None:
 class Cancellations:
     """Cancelled calls in the order added (iterating gives the calls), and their JSON texts (`texts`)."""
 
-    def __init__(self, in_memory: int = 2000) -> None:
+    def __init__(self, in_memory: int = 64) -> None:
         self._calls: Spool[CancelledCall] = Spool(in_memory)
         self._texts: Spool[str] = Spool(in_memory)
 
