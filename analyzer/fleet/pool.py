@@ -20,8 +20,9 @@ import functools
 import multiprocessing
 import os
 import signal
+import stat
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent import futures
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
@@ -83,6 +84,9 @@ class Fleet:
 
     def run(self, paths: list[str], rules: Sequence[Rule], options: AuditOptions, into: AuditSoFar) -> None:
         context = Context(tuple(rules), options, into.on_row is not None)
+        if self.dask is None and _one_pipe(paths):  # one input: read here as it comes, never held whole
+            _here(sources(paths), 1, context, into, self.progress)
+            return
         items = list(_items(sources(paths), context))
         if self.dask is not None:
             from .cluster import dask_submitter
@@ -93,7 +97,7 @@ class Fleet:
             return
         jobs = workers(self.jobs, len(items))
         if jobs <= 1:
-            _here(items, context, into, self.progress)
+            _here(items, len(items), context, into, self.progress)
             return
         pool = futures.ProcessPoolExecutor(
             jobs, mp_context=_start_method(), initializer=_worker_init, initargs=(context,)
@@ -261,22 +265,39 @@ def _start_method() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context(method)
 
 
-def _here(items: list[Work | Partial], context: Context, into: AuditSoFar, progress: Progress | None) -> None:
+def _one_pipe(paths: list[str]) -> bool:
+    """Standard input or one FIFO alone: the only input there is, so no worker would audit it."""
+    if len(paths) != 1:
+        return False
+    try:
+        return paths[0] == "-" or stat.S_ISFIFO(os.stat(paths[0]).st_mode)
+    except OSError:  # the audit says what is wrong with it
+        return False
+
+
+def _here(
+    items: Iterable[InputSource | Work | Partial],
+    total: int,
+    context: Context,
+    into: AuditSoFar,
+    progress: Progress | None,
+) -> None:
     """Every input audited in this process, one after another, straight into INTO: nothing is held by
     value (a `Partial` would keep a large input's findings and cancelled calls in memory), so memory
-    follows the open requests, not the input's size."""
+    follows the open requests, not the input's size. A pipe (an `InputSource`) is read as it is listed."""
     events = 0
     for done, item in enumerate(items, 1):
         before = len(into.inputs)
         if isinstance(item, Partial):
             into.add(item)
         else:
-            assert item.path is not None  # only Dask's work carries its bytes
-            source = InputSource(item.name, Path(item.path), walked=item.walked)
-            audit_source(source, context.rules, context.options, into, rows=context.rows)
+            if isinstance(item, Work):
+                assert item.path is not None  # only Dask's work carries its bytes
+                item = InputSource(item.name, Path(item.path), walked=item.walked)
+            audit_source(item, context.rules, context.options, into, rows=context.rows)
         events += sum(summary.events for summary in into.inputs[before:])
         if progress is not None:
-            progress(done, len(items), events)
+            progress(done, total, events)
 
 
 def _merge(
