@@ -2,6 +2,7 @@
 """Speed and memory benchmark of `cancelwire audit` against the fastest possible floor.
 
     .venv/bin/python scripts/bench.py stdio [--size-gb 1.0] [--scaling] [--scaling-sizes 0.25,1.0]
+                                            [--cancelled 0.125]   (the heavy bench: 1 call in 8 cancelled)
     .venv/bin/python scripts/bench.py pcap [--packets 200000]
     .venv/bin/python scripts/bench.py all
     .venv/bin/python scripts/bench.py profile [--size-gb 0.1] [--top 30]
@@ -274,16 +275,21 @@ WORDS = [
 PROTOCOL = "2025-06-18"
 
 
-def stdio_path(size_gb: float) -> Path:
-    return DATA / f"stdio-{size_gb:g}gb.jsonl"
+CANCELLED = 0.03
+"""The share of `tools/call` cancelled by default; `--cancelled 0.125` is the heavy bench (1 call in 8)."""
+
+
+def stdio_path(size_gb: float, cancelled: float = CANCELLED) -> Path:
+    heavy = "" if cancelled == CANCELLED else f"-c{cancelled:g}"
+    return DATA / f"stdio-{size_gb:g}gb{heavy}.jsonl"
 
 
 def _meta_path(path: Path) -> Path:
     return path.with_suffix(".meta.json")
 
 
-def ensure_stdio(size_gb: float) -> StdioMeta:
-    path = stdio_path(size_gb)
+def ensure_stdio(size_gb: float, cancelled: float = CANCELLED) -> StdioMeta:
+    path = stdio_path(size_gb, cancelled)
     meta = _meta_path(path)
     if path.exists() and meta.exists():
         values = json.loads(meta.read_text())
@@ -292,7 +298,7 @@ def ensure_stdio(size_gb: float) -> StdioMeta:
     DATA.mkdir(exist_ok=True)
     print(f"generating {path.relative_to(ROOT)} ({size_gb:g} GB) ...", flush=True)
     start = time.perf_counter()
-    result = generate_stdio(path, int(size_gb * GB))
+    result = generate_stdio(path, int(size_gb * GB), cancelled)
     meta.write_text(
         json.dumps(
             {
@@ -345,7 +351,7 @@ class _Writer:
         self.pending = 0
 
 
-def generate_stdio(path: Path, target: int) -> StdioMeta:
+def generate_stdio(path: Path, target: int, cancelled_share: float = CANCELLED) -> StdioMeta:
     rng = random.Random(20260728)
     rand = rng.random
     randint = rng.randint
@@ -414,7 +420,7 @@ def generate_stdio(path: Path, target: int) -> StdioMeta:
                     b'{"entry":"%s","steps":%d},"_meta":{"progressToken":%d}}}' % (rid, tool, text, steps, rid),
                     0.01 + rand() * 0.05,
                 )
-                cancelled = rand() < 0.03
+                cancelled = rand() < cancelled_share
                 stop = randint(1, steps) if cancelled else steps
                 for step in range(stop):
                     w.line(
@@ -489,10 +495,10 @@ def print_ratio(ours: Run, floor: Run, target: float, aim: float | None) -> None
     )
 
 
-def bench_stdio(size_gb: float, timeout: float | None, repeat: int) -> tuple[StdioMeta, Run]:
+def bench_stdio(size_gb: float, timeout: float | None, repeat: int, cancelled: float) -> tuple[StdioMeta, Run]:
     """Floor and audit `repeat` times, interleaved (a load spike on a shared machine hits both);
     the ratio is taken between the fastest of each, and the per-pair ratios show the spread."""
-    meta = ensure_stdio(size_gb)
+    meta = ensure_stdio(size_gb, cancelled)
     print(
         f"stdio  file {meta.bytes / GB:.2f} GB ({meta.path.relative_to(ROOT)}), {meta.messages / 1e6:.2f}M messages, "
         f"{meta.calls / 1e3:.0f}k tools/call, {meta.cancellations / 1e3:.1f}k cancellations, "
@@ -535,12 +541,12 @@ def bench_stdio(size_gb: float, timeout: float | None, repeat: int) -> tuple[Std
     return meta, ours
 
 
-def bench_scaling(sizes: list[float], timeout: float | None, done: dict[float, Run]) -> None:
+def bench_scaling(sizes: list[float], timeout: float | None, done: dict[float, Run], cancelled: float) -> None:
     """`done`: audits already measured in this run, by size (not run again)."""
     print(f"stdio  memory scaling over sizes {', '.join(f'{s:g} GB' for s in sizes)}", flush=True)
     rows = []
     for size in sizes:
-        meta = ensure_stdio(size)
+        meta = ensure_stdio(size, cancelled)
         ours = done[size] if size in done else measure_audit(meta.path, timeout)
         rows.append((meta, ours))
         print(
@@ -563,12 +569,12 @@ def bench_scaling(sizes: list[float], timeout: float | None, done: dict[float, R
 # ---------------------------------------------------------------------------------------------- profile
 
 
-def profile_stdio(size_gb: float, top: int) -> None:
+def profile_stdio(size_gb: float, top: int, cancelled: float) -> None:
     """cProfile of the whole audit (read → reconstruct → engine → report) in this process."""
     from cancelwire.reports.formats import render
     from cancelwire.run.pipeline import AuditOptions, audit
 
-    meta = ensure_stdio(size_gb)
+    meta = ensure_stdio(size_gb, cancelled)
     print(
         f"profile  cancelwire audit on {meta.path.relative_to(ROOT)} ({meta.bytes / MB:.0f} MB, "
         f"{meta.messages / 1e6:.2f}M messages)",
@@ -581,7 +587,7 @@ def profile_stdio(size_gb: float, top: int) -> None:
     render(result, "json")
     profiler.disable()
     print(f"  wall under cProfile {time.perf_counter() - start:.2f} s", flush=True)
-    out = DATA / f"profile-{size_gb:g}gb.prof"
+    out = DATA / f"profile-{meta.path.stem.removeprefix('stdio-')}.prof"
     profiler.dump_stats(out)
     for key in ("tottime", "cumulative"):
         text = io.StringIO()
@@ -998,6 +1004,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--recordings", type=int, default=1000, help="fleet: small recordings (default 1000)")
     parser.add_argument("port", nargs="?", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--size-gb", type=float, default=1.0, help="stdio transcript size (default 1.0)")
+    parser.add_argument(
+        "--cancelled",
+        type=float,
+        default=CANCELLED,
+        help=f"stdio, profile, ab: share of tools/call cancelled (default {CANCELLED:g}; the heavy bench: 0.125)",
+    )
     parser.add_argument("--scaling", action="store_true", help="stdio: also run the memory-scaling sizes")
     parser.add_argument("--scaling-sizes", default="0.25,1.0", help="stdio --scaling sizes in GB (default 0.25,1.0)")
     parser.add_argument("--packets", type=int, default=200_000, help="pcap: packets to capture (default 200000)")
@@ -1017,14 +1029,14 @@ def main(argv: list[str] | None = None) -> int:
             asyncio.run(_server_main(args.port))
         return 0
     if args.case == "profile":
-        profile_stdio(args.size_gb if args.size_gb != 1.0 else 0.1, args.top)
+        profile_stdio(args.size_gb if args.size_gb != 1.0 else 0.1, args.top, args.cancelled)
         return 0
     print(f"cancelwire benchmark: {os.cpu_count()} cores, python {sys.version.split()[0]}, orjson {orjson.__version__}")
     if args.case in ("stdio", "all"):
-        _, ours = bench_stdio(args.size_gb, args.timeout, max(1, args.repeat))
+        _, ours = bench_stdio(args.size_gb, args.timeout, max(1, args.repeat), args.cancelled)
         if args.scaling:
             sizes = sorted(float(s) for s in args.scaling_sizes.split(","))
-            bench_scaling(sizes, args.timeout, {args.size_gb: ours})
+            bench_scaling(sizes, args.timeout, {args.size_gb: ours}, args.cancelled)
     if args.case in ("pcap", "all"):
         bench_pcap(args.packets, args.timeout)
     if args.case == "fleet":
@@ -1035,7 +1047,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.base:
             parser.error("ab needs --base PYTHON (the other checkout's .venv/bin/python)")
         wanted = args.ab_inputs.split(",")
-        inputs = [ensure_stdio(args.size_gb).path] if "stdio" in wanted else []
+        inputs = [ensure_stdio(args.size_gb, args.cancelled).path] if "stdio" in wanted else []
         inputs += [ensure_pcap(args.packets)[0]] if "pcap" in wanted else []
         base = os.path.abspath(args.base) if "/" in args.base else args.base  # a venv link: never resolve it
         bench_ab.run(inputs, PY, base, max(1, args.repeat), measure, args.timeout)

@@ -168,9 +168,8 @@ def test_tasks_are_runs_of_consecutive_inputs_cut_by_size_and_count(monkeypatch:
         ["in-7", "in-8", "in-9"],
         ["in-10", "in-11"],
     ]
-    # few inputs for the workers: spread out, at least WINDOW_PER_WORKER tasks each; this process: one each
+    # few inputs for the workers: spread out, at least WINDOW_PER_WORKER tasks each
     assert fleet._tasks(items, 2) == [(w,) for w in works[:6]] + [done] + [(w,) for w in works[6:]]
-    assert fleet._tasks(items, None) == fleet._tasks(items, 2)
 
 
 def test_tasks_are_large_first_and_smaller_towards_the_end(monkeypatch: pytest.MonkeyPatch) -> None:

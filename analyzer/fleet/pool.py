@@ -2,10 +2,12 @@
 
 Each input is audited by `pipeline.audit_source` into a `Partial`, which comes back pickled (by value,
 never through shared files) and is merged in input order, so the report is the one a single process
-makes (partial.py says why). A task is a run of consecutive inputs, large first and smaller towards
-the end (`_tasks`; a large input is a task alone): 1,000 small recordings are 30 round trips to the
-workers, not 1,000. At most WINDOW_PER_WORKER tasks per worker are in flight ahead of the merge, so a
-slow first input bounds the partials held, not the number of inputs.
+makes (partial.py says why). With one worker the inputs are audited here, straight into the whole
+(`_here`: no partial holds a large input's findings and calls in memory). A task is a run of
+consecutive inputs, large first and smaller towards the end (`_tasks`; a large input is a task alone):
+1,000 small recordings are 30 round trips to the workers, not 1,000. At most WINDOW_PER_WORKER tasks
+per worker are in flight ahead of the merge, so a slow first input bounds the partials held, not the
+number of inputs.
 
 Standard input is read and audited in this process (a worker cannot read it). With Dask the client
 sends each input's bytes (and its TLS key log) with its task: workers need no access to the files.
@@ -18,8 +20,9 @@ import functools
 import multiprocessing
 import os
 import signal
+import stat
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent import futures
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
@@ -81,6 +84,9 @@ class Fleet:
 
     def run(self, paths: list[str], rules: Sequence[Rule], options: AuditOptions, into: AuditSoFar) -> None:
         context = Context(tuple(rules), options, into.on_row is not None)
+        if self.dask is None and _one_pipe(paths):  # one input: read here as it comes, never held whole
+            _here(sources(paths), 1, context, into, self.progress)
+            return
         items = list(_items(sources(paths), context))
         if self.dask is not None:
             from .cluster import dask_submitter
@@ -91,7 +97,7 @@ class Fleet:
             return
         jobs = workers(self.jobs, len(items))
         if jobs <= 1:
-            _merge(None, _tasks(items, None), context, into, self.progress, width=1)
+            _here(items, len(items), context, into, self.progress)
             return
         pool = futures.ProcessPoolExecutor(
             jobs, mp_context=_start_method(), initializer=_worker_init, initargs=(context,)
@@ -127,12 +133,11 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _tasks(items: list[Work | Partial], width: int | None) -> list[Task | Partial]:
+def _tasks(items: list[Work | Partial], width: int) -> list[Task | Partial]:
     """ITEMS with runs of consecutive inputs joined into tasks for WIDTH workers, each of a share of the
-    bytes left (`GUIDED`), at least WINDOW_PER_WORKER tasks each when there are inputs enough; WIDTH
-    None: one input a task (this process audits them, each merged as soon as it is done)."""
+    bytes left (`GUIDED`), at least WINDOW_PER_WORKER tasks each when there are inputs enough."""
     inputs = sum(isinstance(item, Work) for item in items)
-    most = 1 if width is None else max(1, min(TASK_INPUTS, inputs // (width * WINDOW_PER_WORKER)))
+    most = max(1, min(TASK_INPUTS, inputs // (width * WINDOW_PER_WORKER)))
     left = sum(item.size for item in items if isinstance(item, Work))
     budget = _share(left, width)
     out: list[Task | Partial] = []
@@ -154,10 +159,10 @@ def _tasks(items: list[Work | Partial], width: int | None) -> list[Task | Partia
     return out
 
 
-def _share(left: int, width: int | None) -> int:
+def _share(left: int, width: int) -> int:
     """The bytes of the next task when LEFT bytes of inputs are not yet in one."""
     smallest, largest = TASK_BYTES
-    return min(largest, max(smallest, left // ((width or 1) * GUIDED)))
+    return min(largest, max(smallest, left // (width * GUIDED)))
 
 
 def run_task(task: Task, context: Context | None = None) -> Done:
@@ -260,8 +265,43 @@ def _start_method() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context(method)
 
 
+def _one_pipe(paths: list[str]) -> bool:
+    """Standard input or one FIFO alone: the only input there is, so no worker would audit it."""
+    if len(paths) != 1:
+        return False
+    try:
+        return paths[0] == "-" or stat.S_ISFIFO(os.stat(paths[0]).st_mode)
+    except OSError:  # the audit says what is wrong with it
+        return False
+
+
+def _here(
+    items: Iterable[InputSource | Work | Partial],
+    total: int,
+    context: Context,
+    into: AuditSoFar,
+    progress: Progress | None,
+) -> None:
+    """Every input audited in this process, one after another, straight into INTO: nothing is held by
+    value (a `Partial` would keep a large input's findings and cancelled calls in memory), so memory
+    follows the open requests, not the input's size. A pipe (an `InputSource`) is read as it is listed."""
+    events = 0
+    for done, item in enumerate(items, 1):
+        before = len(into.inputs)
+        if isinstance(item, Partial):
+            into.add(item)
+        else:
+            if isinstance(item, Work):
+                assert item.path is not None  # only Dask's work carries its bytes
+                item = InputSource(item.name, Path(item.path), walked=item.walked)
+            audit_source(item, context.rules, context.options, into, rows=context.rows)
+        events += sum(summary.events for summary in into.inputs[before:])
+        if progress is not None:
+            progress(done, total, events)
+
+
 def _merge(
-    submit: Submit | None,
+    submit: Submit,
     tasks: list[Task | Partial],
     context: Context,
     into: AuditSoFar,
@@ -269,23 +309,20 @@ def _merge(
     *,
     width: int,
 ) -> None:
-    """Run TASKS through SUBMIT (None: here), WIDTH * WINDOW_PER_WORKER ahead, merging in input order."""
+    """Run TASKS through SUBMIT, WIDTH * WINDOW_PER_WORKER ahead, merging in input order."""
     running: dict[int, futures.Future[Done]] = {}
     ready: dict[int, Done] = {}
     inputs = sum(len(t) if isinstance(t, tuple) else 1 for t in tasks)
     submitted = merged = done = events = 0
     while merged < len(tasks):
-        while submit is not None and submitted < len(tasks) and len(running) + len(ready) < width * WINDOW_PER_WORKER:
+        while submitted < len(tasks) and len(running) + len(ready) < width * WINDOW_PER_WORKER:
             task = tasks[submitted]
             if isinstance(task, Partial):
                 ready[submitted] = Done([task])
             else:
                 running[submitted] = submit(task)
             submitted += 1
-        if submit is None:
-            task = tasks[merged]
-            ready[merged] = Done([task] if isinstance(task, Partial) else [run_work(w, context) for w in task])
-        elif merged not in ready:
+        if merged not in ready:
             finished, _ = futures.wait(running.values(), return_when=futures.FIRST_COMPLETED)
             for index in [i for i, f in running.items() if f in finished]:
                 ready[index] = _result(running.pop(index))

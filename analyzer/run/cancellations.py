@@ -53,31 +53,51 @@ def pack(calls: list[CancelledCall]) -> Packed | None:
 
 
 class Cancellations:
-    """Cancelled calls in the order added (iterating gives the calls), and their JSON texts (`texts`)."""
+    """Cancelled calls in the order added (iterating gives the calls), and their JSON texts (`texts`).
 
-    def __init__(self, in_memory: int = 2000) -> None:
+    A call appended here waits in memory with the others (`in_memory` at most), then they are packed
+    together as a worker packs its task's (`pack`): converting and pickling a batch in one go costs
+    half what it costs call by call between the audit's other work (the heavy bench, 8.3k calls)."""
+
+    def __init__(self, in_memory: int = 64) -> None:
+        self.in_memory = in_memory
+        self._waiting: list[CancelledCall] = []
         self._calls: Spool[CancelledCall] = Spool(in_memory)
         self._texts: Spool[str] = Spool(in_memory)
 
     def append(self, call: CancelledCall) -> None:
-        self._calls.append(call)
-        self._texts.append(json_text(call))
+        self._waiting.append(call)
+        if len(self._waiting) >= self.in_memory:
+            self._pack_waiting()
 
     def extend_packed(self, packed: Packed) -> None:
         """Calls packed elsewhere, after those added so far, never unpickled here until read."""
+        self._pack_waiting()
+        self._spool(packed)
+
+    def _pack_waiting(self) -> None:
+        packed = pack(self._waiting)
+        self._waiting = []
+        if packed is not None:
+            self._spool(packed)
+
+    def _spool(self, packed: Packed) -> None:
         self._calls.extend_pickled(packed.calls, len(packed))
         self._texts.extend_pickled(packed.texts, len(packed))
 
     def __len__(self) -> int:
-        return len(self._calls)
+        return len(self._calls) + len(self._waiting)
 
     def __iter__(self) -> Iterator[CancelledCall]:
+        self._pack_waiting()
         return iter(self._calls)
 
     def texts(self) -> Iterable[str]:
         """Each call as the JSON report lists it (`json_text`), in order (re-iterable)."""
+        self._pack_waiting()
         return self._texts
 
     def close(self) -> None:
+        self._waiting = []
         self._calls.close()
         self._texts.close()

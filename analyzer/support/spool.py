@@ -15,7 +15,7 @@ T = TypeVar("T")
 
 
 class Spool(Generic[T]):
-    def __init__(self, in_memory: int = 2000) -> None:
+    def __init__(self, in_memory: int = 256) -> None:
         self.in_memory = in_memory
         self._items: list[T] = []
         self._file: IO[bytes] | None = None
@@ -71,7 +71,7 @@ class SortedSpool(Generic[K, T]):
     """Items filed under sortable keys, each key's items in a `Spool` of their own: iterated key by
     key in key order, each key's items in the order they were added."""
 
-    def __init__(self, in_memory_per_key: int = 500) -> None:
+    def __init__(self, in_memory_per_key: int = 16) -> None:
         self.in_memory_per_key = in_memory_per_key
         self._spools: dict[K, Spool[T]] = {}
 
