@@ -338,6 +338,7 @@ class Reconstructor:
                 self._out.append(stray)
             return
         self._out.extend(cancels.cancel_problems(session, event, sender, own))
+        own.unposted_close = None  # the cancel POSTed after the client closed the stream: no mismatch
         entry = message_entry(EntryKind.CANCEL, sender, event)
         if own.cancel is None and not cancels.may_be_ignored(session, sender, own):
             reason = message.payload.get("reason")
@@ -383,7 +384,7 @@ class Reconstructor:
     def _transport(self, session: SessionState, event: TransportEvent) -> None:
         if event.request_id is not None and gave_up.on_gave_up(session, event):
             return
-        for item in streams.on_transport(session, event, self._out.append):
+        for item in streams.on_transport(session, event):
             self._finalise(session, item, ended=False)
 
     # -- timelines ---------------------------------------------------------------------------
@@ -392,6 +393,8 @@ class Reconstructor:
         """Close a timeline; an unjudged one (flushed, superseded) leaves a tombstone but meets no rule."""
         if judged and item.gave_up is not None:
             self._out.extend(gave_up.unsent_cancel(session, item, ended=ended))
+        if (mismatch := cancels.unposted_close(session, item, ended=ended)) is not None:
+            self._out.append(mismatch)
         own_token = session.remove_open(item)
         forgotten = self.finished.retire(session, item, judged=judged, own_token=own_token, ended=ended)
         if forgotten is not None:

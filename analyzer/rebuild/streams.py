@@ -9,9 +9,9 @@ stream afterwards is not put on its timeline, so no rule reads it as a disconnec
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
-from ..model import Anomaly, EntryKind, Side, TimelineEntry, TransportEvent, TransportKind
+from ..model import EntryKind, Side, TimelineEntry, TransportEvent, TransportKind
 from . import cancels, holds
 from .pending import PendingRequest, SessionState
 
@@ -34,9 +34,9 @@ _STREAM_ENDS = (
 )
 
 
-def on_transport(session: SessionState, event: TransportEvent, emit: Callable[[Anomaly], None]) -> list[PendingRequest]:
+def on_transport(session: SessionState, event: TransportEvent) -> list[PendingRequest]:
     """Put the event on every open request its stream carries; returns those now settled (to be
-    finalised); a cancel-mechanism anomaly goes to `emit`."""
+    finalised)."""
     mapped = _TRANSPORT_ENTRY.get(event.kind)
     if mapped is None or event.stream is None:
         return []  # process exit and session-level closes: facts about the session, not a request
@@ -52,9 +52,7 @@ def on_transport(session: SessionState, event: TransportEvent, emit: Callable[[A
         if event.kind in _CLIENT_DISCONNECTS and not item.replied and not item.disconnected:
             item.disconnected = True
             session.held.setdefault(item.seq, item)
-            mismatch = cancels.disconnect(session, item, entry, event)
-            if mismatch is not None:
-                emit(mismatch)
+            cancels.disconnect(session, item, entry, event)
         if not (item.is_task and item.replied and event.kind in _CLIENT_DISCONNECTS):
             session.add_entry(item, entry)  # once its task handle is returned, closing its stream is not a cancel
         if event.kind in _STREAM_ENDS:
