@@ -3,7 +3,7 @@ every rule enabled, and the nearest reverse cases, made from the same samples.
 
 Issue 18: a reply that says it was cancelled is written after the cancel (class 1); a stream rule
 judges the stream that carried the request's response (class 2); a read that failed verified nothing
-(class 6). The Go client closes the call's stream and POSTs its cancel (0.3 to 50 ms apart): under
+(class 6). The Go client closes the call's stream and POSTs its cancel (0.15 to 0.4 ms apart): under
 2025-11-25 that is the revision's mechanism, no cancel-mechanism-mismatch; and write-after-disconnect
 is in force only under 2026-07-28, where the close is the cancel, and never for the response's end."""
 

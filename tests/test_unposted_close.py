@@ -3,7 +3,7 @@ stream and POSTs its cancel (in either order, however far apart while the call i
 revision's mechanism; one that closes it and POSTs no cancel before the call is judged did not.
 
 Hand-built events of one Streamable HTTP session under 2025-11-25 (the Go SDK samples in
-tests/test_gosdk_samples.py are the real cases: the cancel POSTed 0.3 to 50 ms after the close)."""
+tests/test_gosdk_samples.py are the real cases: the cancel POSTed 0.15 to 0.4 ms after the close)."""
 
 from __future__ import annotations
 

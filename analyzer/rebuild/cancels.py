@@ -104,11 +104,11 @@ def unposted_close(session: SessionState, item: PendingRequest, *, ended: bool) 
     """When a request is finalised: the mismatch of a close that no POSTed cancel for it followed.
 
     An HTTP client ends its own request when the call is cancelled (Go's net/http closes the connection
-    of a request whose context ends) and POSTs the cancel on another connection, in either order: the
-    recording shows the POST anywhere after the close (0.3 ms to 50 ms later in the Go SDK samples,
-    after the server's end of the response and the client's RST in one of them), and other calls of the
-    client may come between. So the close is judged when nothing later can name the request any more:
-    when its timeline is finalised (the recording ended, or its hold ran out after its stream ended)."""
+    of a request whose context ends) and POSTs the cancel on another connection, in either order and
+    with no bound the recording could state (0.15 to 0.4 ms after the close in the Go SDK samples, after
+    the server's end of the response and the client's RST in one of them); other calls of the client may
+    come between. So the close is judged when nothing later can name the request any more: when its
+    timeline is finalised (the recording ended, or its hold ran out after its stream ended)."""
     close = item.unposted_close
     facts = session.facts_for(item.declared_revision)
     if close is None or facts is None:
