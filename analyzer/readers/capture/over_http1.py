@@ -219,10 +219,9 @@ class HttpCapture:
         )
 
     def server_bytes(self, ex: Exchange, size: int, why: str) -> None:
-        """SERVER_BYTES for the exchange, once per frame. An empty HTTP/2 DATA frame (END_STREAM) writes
-        nothing: it ends the response already sent, as the chunked terminator does on HTTP/1.1."""
+        """SERVER_BYTES for the exchange, once per frame."""
         frame = self.sessions.frame
-        if size == 0 or ex.last_server_bytes_frame == frame:
+        if ex.last_server_bytes_frame == frame:
             return
         ex.last_server_bytes_frame = frame
         self.sessions.transport(ex, TransportKind.SERVER_BYTES, f"server sent {size} bytes {why}")
