@@ -41,7 +41,7 @@ from .errors import CancelwireError, InputError, OutputError
 from .model.transcript_format import FORMAT_VERSION, HEADER_KEY
 from .support.outputs import open_nonblocking
 
-__all__ = ["FORWARDED_SIGNALS", "default_output_path", "record"]
+__all__ = ["FORWARDED_SIGNALS", "Transcript", "default_output_path", "record"]
 
 FORWARDED_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 READ_SIZE = 1 << 16
@@ -61,7 +61,7 @@ def default_output_path(now: float | None = None, pid: int | None = None) -> Pat
     return Path(f"cancelwire-{stamp}-{os.getpid() if pid is None else pid}.jsonl")
 
 
-class _Transcript:
+class Transcript:
     """The transcript file: one lock, one flushed JSON object per line, closed exactly once."""
 
     def __init__(self, stream: IO[bytes]) -> None:
@@ -83,8 +83,10 @@ class _Transcript:
             except OSError as exc:  # disk full etc.: keep relaying, report at the end
                 self.write_error = exc
 
-    def close(self, final: dict[str, Any]) -> None:
-        self.write([final])
+    def close(self, final: dict[str, Any] | None) -> None:
+        """FINAL (if any) as the last record, then the file closed."""
+        if final is not None:
+            self.write([final])
         with self._lock:
             self._closed = True
             with contextlib.suppress(OSError):
@@ -153,7 +155,7 @@ class _Pump(threading.Thread):
         src: int,
         dst: int | None,
         splitter: _LineSplitter,
-        transcript: _Transcript,
+        transcript: Transcript,
         *,
         stop: threading.Event | None = None,
         on_eof: Callable[[], None] | None = None,
@@ -267,7 +269,7 @@ def record(
         raise CancelwireError("no server command given", "usage: cancelwire record [-o FILE] -- COMMAND...")
     path = output if output is not None else default_output_path()
     child, stream = _start(command, path)
-    transcript = _Transcript(stream)
+    transcript = Transcript(stream)
     header = {HEADER_KEY: FORMAT_VERSION, "transport": "stdio", "vantage": vantage, "command": list(command)}
     transcript.write([{**header, "ts": time.time()}])
     returncode = _relay(child, transcript, stdin_fd=stdin_fd, stdout_fd=stdout_fd, stderr_fd=stderr_fd)
@@ -305,7 +307,7 @@ def _start(command: list[str], path: Path) -> tuple[subprocess.Popen[bytes], IO[
 
 
 def _relay(
-    child: subprocess.Popen[bytes], transcript: _Transcript, *, stdin_fd: int, stdout_fd: int, stderr_fd: int
+    child: subprocess.Popen[bytes], transcript: Transcript, *, stdin_fd: int, stdout_fd: int, stderr_fd: int
 ) -> int:
     """Relay the three pipes until the server exits (signals forwarded to it meanwhile); its return code."""
     if child.stdin is None or child.stdout is None or child.stderr is None:  # pragma: no cover - PIPE given

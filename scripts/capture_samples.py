@@ -259,6 +259,16 @@ def s_cancel_close_stream(ctx: Ctx) -> None:
     sdk_scenario(ctx, "sdk-http-cancel-close-stream", 18103, "cancel-close-stream")
 
 
+def s_gzip_json(ctx: Ctx) -> None:
+    """Behind Starlette's GZipMiddleware, the SDK in JSON response mode: reply bodies over 500 bytes are gzip."""
+    sdk_scenario(ctx, "sdk-http-gzip-json-cancel", 18121, "big-echo-then-cancel", server_extra=["--gzip", "json"])
+
+
+def s_gzip_sse(ctx: Ctx) -> None:
+    """Behind GZipMiddleware that compresses SSE too: every event stream is gzip, flushed per event."""
+    sdk_scenario(ctx, "sdk-http-gzip-sse-cancel", 18122, "big-echo-then-cancel", server_extra=["--gzip", "sse"])
+
+
 def s_client_stops_reading(ctx: Ctx) -> None:
     name = "http-client-stops-reading"
     port = pick_port(18104)
@@ -456,16 +466,16 @@ def check_h2(pcap: Path, port: int, keys: Path | None = None, *, upgrade: bool =
     return tshark_fields(pcap, "http2.type == 3", ["frame.number"], extra)
 
 
-def h2_sdk(ctx: Ctx, name: str, preferred_port: int, flow: str, tls: bool) -> None:
+def h2_sdk(ctx: Ctx, name: str, preferred_port: int, flow: str, tls: bool, gzip: str | None = None) -> None:
     """The real SDK client (httpx2 with http2=True) against the SDK server under hypercorn."""
     port = pick_port(preferred_port)
     pcap, slog, keys = OUT2 / f"{name}.pcapng", OUT2 / f"{name}.server.jsonl", OUT2 / f"{name}.keys"
-    server_extra: list[str] = []
+    server_extra: list[str] = ["--gzip", gzip] if gzip else []
     client_extra = ["--http2"]
     if tls:
         cert, key = make_cert(ctx.tmp)
         keys.unlink(missing_ok=True)
-        server_extra = ["--tls-cert", str(cert), "--tls-key", str(key)]
+        server_extra += ["--tls-cert", str(cert), "--tls-key", str(key)]
         client_extra += ["--cafile", str(cert), "--keylog", str(keys)]
     server = h2_server(ctx, name, port, slog, *server_extra)
     url = f"{'https' if tls else 'http'}://127.0.0.1:{port}/mcp"
@@ -512,6 +522,14 @@ def s_h2_tls_cancel_notification(ctx: Ctx) -> None:
 
 def s_h2c_cancel_close_stream(ctx: Ctx) -> None:
     h2_sdk(ctx, "sdk-h2c-cancel-close-stream", 18112, "cancel-close-stream", tls=False)
+
+
+def s_h2c_gzip_sse(ctx: Ctx) -> None:
+    h2_sdk(ctx, "sdk-h2c-gzip-sse-cancel", 18123, "big-echo-then-cancel", tls=False, gzip="sse")
+
+
+def s_h2c_gzip_json(ctx: Ctx) -> None:
+    h2_sdk(ctx, "sdk-h2c-gzip-json-cancel", 18124, "big-echo-then-cancel", tls=False, gzip="json")
 
 
 def s_h2c_resets_stream(ctx: Ctx) -> None:
@@ -574,6 +592,10 @@ SCENARIOS: dict[str, Callable[[Ctx], None]] = {
     "h2c-client-stops-reading": s_h2c_stops_reading,
     "bad-h2-server-writes-after-reset": s_h2c_bad_server,
     "curl-h2c-upgrade-max-time": s_h2c_upgrade_curl,
+    "sdk-http-gzip-json-cancel": s_gzip_json,
+    "sdk-http-gzip-sse-cancel": s_gzip_sse,
+    "sdk-h2c-gzip-sse-cancel": s_h2c_gzip_sse,
+    "sdk-h2c-gzip-json-cancel": s_h2c_gzip_json,
 }
 
 

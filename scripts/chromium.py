@@ -127,14 +127,16 @@ class Browser:
         return path
 
 
-def _options(profile: Path) -> Options:
+def _options(profile: Path, network_log: bool = False) -> Options:
     options = Options()
     options.binary_location = str(CHROMIUM)
     for flag in FLAGS:
         options.add_argument(flag)
     options.add_argument(f"--user-data-dir={profile}")
     options.add_argument(f"--window-size={VIEWPORT[0]},{VIEWPORT[1]}")
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", **({"performance": "ALL"} if network_log else {})})
+    if network_log:  # the DevTools protocol's Network and Page events, as HAR converters read them
+        options.add_experimental_option("perfLoggingPrefs", {"enableNetwork": True, "enablePage": True})
     options.page_load_strategy = "normal"
     return options
 
@@ -146,8 +148,9 @@ def _check_installed() -> None:
 
 
 @contextmanager
-def browser(log_dir: Path | None = None) -> Iterator[Browser]:
-    """A started browser with a fresh profile, quit and removed afterwards; `log_dir` keeps chromedriver's log."""
+def browser(log_dir: Path | None = None, *, network_log: bool = False) -> Iterator[Browser]:
+    """A started browser with a fresh profile, quit and removed afterwards; `log_dir` keeps chromedriver's log;
+    `network_log` keeps the DevTools protocol's Network and Page events (`driver.get_log("performance")`)."""
     _check_installed()
     # Belt and braces: an explicit driver path already skips Selenium Manager; offline and guarded anyway.
     os.environ["SE_OFFLINE"] = "true"
@@ -157,7 +160,9 @@ def browser(log_dir: Path | None = None) -> Iterator[Browser]:
     if log_dir:
         log_dir.mkdir(parents=True, exist_ok=True)
     try:
-        driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER), log_output=str(log)), options=_options(profile))
+        driver = webdriver.Chrome(
+            service=Service(str(CHROMEDRIVER), log_output=str(log)), options=_options(profile, network_log)
+        )
     except WebDriverException as error:
         shutil.rmtree(profile, ignore_errors=True)
         raise BrowserError(f"Chromium did not start ({error.msg or error}); {INSTALL_HINT}") from error

@@ -214,6 +214,7 @@ def rule_fixtures() -> dict[str, tuple[Any, Any]]:
     unrecorded = entry(1.0, call, reply=None)
     unrecorded["response"]["content"]["size"] = len(reply)
     page = page_entry("https://app.example.test/", "<html></html>", "text/html", "document")
+    pinged = entry(1.5, rpc(id=4, method="ping"), reply=rpc(id=4, result={}))
     return {
         "har-session-id-conflict": (har(conflicting_session_ids(answered)), har([*handshake(), answered])),
         "har-replies-not-recorded": (har(legacy_posts(call)), har([*handshake(), answered])),
@@ -225,6 +226,7 @@ def rule_fixtures() -> dict[str, tuple[Any, Any]]:
         "har-body-not-recorded": (har([*handshake(), unrecorded]), har([*handshake(), answered])),
         "har-no-mcp": (har([page]), har([page, *handshake()])),
         "har-invalid-json": (None, har([*handshake(), answered])),
+        "har-entry-out-of-order": (har([*handshake(), pinged, answered]), har([*handshake(), pinged, answered])),
     }
 
 
@@ -273,6 +275,11 @@ def main() -> None:
         text = write(folder / "clean.har", clean)
         if triggers is None:  # the clean file cut inside its last entry's response: a HAR whose writer stopped
             (folder / "triggers.har").write_text(text[: text.rindex('"status": 200')])
+        elif slug == "har-entry-out-of-order":  # the call's entry names its start twice: the first a minute late
+            late = datetime.fromtimestamp(T0 + 60, UTC).isoformat().replace("+00:00", "Z")
+            text = json.dumps(triggers, indent=2) + "\n"
+            at = text.rindex('"startedDateTime"')
+            (folder / "triggers.har").write_text(f'{text[:at]}"startedDateTime": "{late}",\n      {text[at:]}')
         else:
             write(folder / "triggers.har", triggers)
 

@@ -12,6 +12,7 @@ connection) and HTTP/1.1 text. Checksums are left zero (tshark does not check th
     .venv/bin/python scripts/synth_capture.py h2-goaway OUT
     .venv/bin/python scripts/synth_capture.py h2-goaway-processed OUT
     .venv/bin/python scripts/synth_capture.py h1-sse-event OUT --event TYPE
+    .venv/bin/python scripts/synth_capture.py h1-encoded OUT --coding gzip|zstd|bomb|damaged
     .venv/bin/python scripts/synth_capture.py h2-end-after-reset OUT [--end]
 
 `h2-bodies`: one connection, STREAMS tools/call POSTs answered `200 application/json`, their bodies of MIB
@@ -28,6 +29,11 @@ whose last_stream=5 says both were processed (the server closes with them open),
 2025-11-25; initialize answered as JSON with a session id, then tools/call id 2 answered as a chunked
 `text/event-stream` whose one event, of type TYPE (`--event debug`; `message` for the nearest miss), holds
 the call's result, and which then ends; the client then cancels id 2 on a second connection (202).
+`h1-encoded` (a HAND-WRITTEN server, for what no recording of a sane server shows): the same exchange, the
+result of tools/call id 2 a Content-Length `application/json` body with a Content-Encoding: `gzip` (Python's
+gzip, what GZipMiddleware writes), `zstd` (Debian's /usr/bin/zstd: a coding cancelwire does not read), `bomb`
+(gzip -9 of the result followed by 32 MiB of spaces, which JSON allows: 33 KB inflating to 32 MiB) or
+`damaged` (the gzip result with a byte of its deflate data flipped).
 `h2-end-after-reset` (a HAND-WRITTEN flow): 2026-07-28, tools/call id 1 on stream 1 answered as
 `text/event-stream` with one progress event; the client resets stream 1 (RST_STREAM CANCEL, the cancel);
 after the reset reached it, the server sends an empty DATA frame with END_STREAM on the stream (the end of
@@ -38,8 +44,10 @@ nearest miss, which must fire). Both connection ends are `h2` state machines.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import struct
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -183,7 +191,8 @@ def h1_bodies(out: Path, connections: int, mib: float) -> None:
     cap.close()
 
 
-def h1_sse_event(out: Path, event: str) -> None:
+def h1_sse_event(out: Path, event: str, coding: str | None = None) -> None:
+    """See the module doc (`h1-sse-event`; with `coding`, `h1-encoded`)."""
     cap = Pcapng(out)
     calls, cancels = Tcp(cap, 40000), Tcp(cap, 40001)
     session = "3f1c0b5e9d2a4c7e8f60a1b2c3d4e5f6"
@@ -204,10 +213,15 @@ def h1_sse_event(out: Path, event: str) -> None:
     calls.send(False, f"{head}Content-Length: {len(result)}\r\n\r\n".encode() + result)
     params = {"name": "export", "arguments": {}}
     post(calls, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}, session)
-    calls.send(False, b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
     answer = json.dumps({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "done"}]}})
-    block = f"event: {event}\ndata: {answer}\n\n".encode()
-    calls.send(False, f"{len(block):x}\r\n".encode() + block + b"\r\n0\r\n\r\n")
+    if coding is not None:
+        body = encoded(answer.encode(), coding)
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: {coding_header(coding)}\r\n"
+        calls.send(False, f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    else:
+        calls.send(False, b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+        block = f"event: {event}\ndata: {answer}\n\n".encode()
+        calls.send(False, f"{len(block):x}\r\n".encode() + block + b"\r\n0\r\n\r\n")
     cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2, "reason": "slow"}}
     post(cancels, cancel, session)
     cancels.send(False, b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
@@ -215,6 +229,22 @@ def h1_sse_event(out: Path, event: str) -> None:
         tcp.fin(True)
         tcp.fin(False)
     cap.close()
+
+
+def coding_header(coding: str) -> str:
+    return "zstd" if coding == "zstd" else "gzip"
+
+
+def encoded(body: bytes, coding: str) -> bytes:
+    """`body` in the coding `h1-encoded` names (deterministic: gzip's header time is fixed at 0)."""
+    if coding == "zstd":
+        return subprocess.run(["/usr/bin/zstd", "-q", "-c", "-19"], input=body, capture_output=True, check=True).stdout
+    if coding == "bomb":
+        return gzip.compress(body + b" " * (32 << 20), compresslevel=9, mtime=0)
+    packed = bytearray(gzip.compress(body, mtime=0))
+    if coding == "damaged":
+        packed[len(packed) // 2] ^= 0xFF  # inside the deflate data, before the CRC
+    return bytes(packed)
 
 
 class H2Pair:
@@ -311,7 +341,7 @@ def h2_end_after_reset(out: Path, result: bool) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    kinds = ["h2-bodies", "h2-sse", "h1-bodies", "h2-goaway", "h2-goaway-processed", "h1-sse-event"]
+    kinds = ["h2-bodies", "h2-sse", "h1-bodies", "h2-goaway", "h2-goaway-processed", "h1-sse-event", "h1-encoded"]
     kinds.append("h2-end-after-reset")
     ap.add_argument("kind", choices=kinds)
     ap.add_argument("out", type=Path)
@@ -319,8 +349,11 @@ def main() -> None:
     ap.add_argument("mib", type=float, nargs="?", default=0.0)
     ap.add_argument("--end", action="store_true")
     ap.add_argument("--event", default="debug", help="h1-sse-event: the SSE event type of the result")
+    ap.add_argument("--coding", choices=["gzip", "zstd", "bomb", "damaged"], default="gzip", help="h1-encoded")
     args = ap.parse_args()
-    if args.kind == "h1-sse-event":
+    if args.kind == "h1-encoded":
+        h1_sse_event(args.out, "message", args.coding)
+    elif args.kind == "h1-sse-event":
         h1_sse_event(args.out, args.event)
     elif args.kind == "h2-end-after-reset":
         h2_end_after_reset(args.out, args.end)

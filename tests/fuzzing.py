@@ -80,6 +80,7 @@ READER_SAMPLES: dict[str, tuple[str, ...]] = {
     "har": (
         "sample_captures/har/mitmdump-sdk-cancel-notification.har",
         "sample_captures/har/browser-chromium-cancel.har",
+        "sample_captures/har/chromium-chrome-har-cancel.har",  # postData.params, an aborted fetch without _error
         "tests/rules/har-request-failed/triggers.har",
     ),
     "pcap": (
@@ -88,6 +89,7 @@ READER_SAMPLES: dict[str, tuple[str, ...]] = {
         "sample_captures/http2/bad-h2-server-writes-after-reset.pcapng",
         "tests/rules/http-error-status/triggers.pcapng",
         "tests/rules/sse-event-cut-off/triggers.pcapng",
+        "sample_captures/http/sdk-http-gzip-sse-cancel.pcapng",  # Content-Encoding: gzip SSE streams
     ),
 }
 """Real recordings per reader (`--input-format` names), smallest useful ones: mutation starts from these."""

@@ -31,6 +31,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         {"config", "recorder"},
         {"cli"},
         {"api"},
+        {"pytest_plugin"},
         {"cancelwire", "__main__"},
     )
 )

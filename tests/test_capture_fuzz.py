@@ -4,6 +4,7 @@ step directly, as `tshark_fields.parse_line` would produce them."""
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 from cancelwire.model import Anomaly, MessageEvent, SessionStart, TransportEvent
@@ -24,6 +25,15 @@ PIECES = [
     b"0\r\n\r\n",
     b"HTTP/1.1 101 Switching\r\n\r\n",
     b"\x16\x03\x01\x00",
+    # Content-Encoding (issue 18): encoded heads, gzip whole, cut, and a small bomb (4 MiB of zeros in 4 KB)
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: 56\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: deflate, br\r\n"
+    b"Transfer-Encoding: chunked\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\n\r\n",
+    b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\nContent-Length: 56\r\n\r\n",
+    gzip.compress(b'{"jsonrpc":"2.0","id":1,"result":{}}', mtime=0),
+    gzip.compress(b'data: {"jsonrpc":"2.0","id":1,"result":{}}\n\n', mtime=0)[:30],
+    gzip.compress(b"\0" * (4 << 20), mtime=0),
 ]
 
 segments = st.lists(

@@ -346,7 +346,7 @@ def test_a_flood_after_the_cancel_keeps_the_late_reply_in_the_report(tmp_path: P
     call = {"name": "write", "_meta": {"progressToken": "t"}}
     lines = [
         (1.0, "c2s", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}),
-        (1.1, "s2c", {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-11-25"}}),
+        (1.01, "s2c", {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-11-25"}}),
         (2.0, "c2s", {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}),
         *(_progress(2.1 + i * 0.1) for i in range(5)),
         (3.0, "c2s", {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}),

@@ -3,6 +3,7 @@ every relative link resolves, and every file path they name exists."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -15,6 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
 BLOCK = re.compile(r"```\n\$ cancelwire (.+?)\n(.*?)```", re.S)
+RAW_BLOCK = re.compile(r"(```\n\$ cancelwire ((?:[^\n]* \\\n)*[^\n]+)\n)(.*?)```", re.S)
+CONTINUATION = re.compile(r" \\\n\s+")
 REQUIRED = (
     "getting-started",
     "command-line",
@@ -42,7 +45,7 @@ def _name(page: Path) -> str:
 def _examples() -> list[tuple[str, str, str]]:
     found = []
     for page in PAGES:
-        text = re.sub(r" \\\n\s+", " ", page.read_text())
+        text = CONTINUATION.sub(" ", page.read_text())
         found += [(_name(page), command, shown) for command, shown in BLOCK.findall(text)]
     return found
 
@@ -85,7 +88,21 @@ def test_example_output_is_current(page: str, command: str, shown: str) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "cancelwire", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
+    if os.environ.get("CANCELWIRE_UPDATE_GOLDEN") and _timeless(proc.stdout) != _timeless(shown):
+        _rewrite_example(ROOT / page, command, proc.stdout)
+        return
     assert _timeless(proc.stdout) == _timeless(shown), page
+
+
+def _rewrite_example(page: Path, command: str, printed: str) -> None:
+    """CANCELWIRE_UPDATE_GOLDEN=1: the page shows what the command prints today."""
+
+    def current(block: re.Match[str]) -> str:
+        if CONTINUATION.sub(" ", block.group(2)) != command:
+            return block.group(0)
+        return f"{block.group(1)}{printed}```"
+
+    page.write_text(RAW_BLOCK.sub(current, page.read_text()))
 
 
 def _timeless(text: str) -> str:

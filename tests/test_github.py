@@ -73,5 +73,5 @@ def test_step_summary_is_appended(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     text = summary.read_text()
     assert text.startswith("# earlier step\n## cancelwire audit: PASS\n")
-    assert "**outcome\\-unverified**" in text
+    assert "**outcome-unverified**" in text
     assert proc.stdout.splitlines()[-1] == "::notice title=cancelwire::1 new issue(s) (fail-on error)"

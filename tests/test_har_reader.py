@@ -227,12 +227,12 @@ def test_bad_entries_are_named_and_skipped(tmp_path: Path) -> None:
     entries = [7, "x", {"request": {}}, good | {"startedDateTime": "yesterday"}, nested, base64, good]
     events = _events(_write(tmp_path, entries))
     details = [d for _, _, d in _anomalies(events)]
-    assert details == [
+    assert details == [  # what the scan cannot keep, as it goes; then the entries read by start, those without first
         "entry 0 skipped: an entry must be an object",
         "entry 1 skipped: an entry must be an object",
+        f"entry 4 skipped: nested deeper than {MAX_DEPTH} levels",
         'entry 2 skipped: no "startedDateTime"',
         "entry 3 skipped: startedDateTime 'yesterday' is not an ISO 8601 time",
-        f"entry 4 skipped: nested deeper than {MAX_DEPTH} levels",
         "entry 5 skipped: a base64 body that does not decode: Incorrect padding",
     ]
     assert [e.message.id for e in events if isinstance(e, MessageEvent)] == [1]
@@ -279,13 +279,28 @@ def test_an_entry_over_the_size_limit_is_skipped_not_kept() -> None:
 def test_past_the_reorder_buffer_events_come_out_of_order_and_the_report_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A file on disk is read by start time whatever the buffer (`order`); a gzip one (or a pipe) is read in one
+    pass, where past the buffer an entry that started before events let go comes after them, named."""
     monkeypatch.setattr("cancelwire.readers.har.reader.MAX_REORDER", 1)
     pings = [_entry(f"2026-01-01T00:00:0{s}Z", _rpc(id=s, method="ping")) for s in (5, 6, 1)]
     path = _write(tmp_path, pings)
-    assert [e.message.id for e in _events(path) if isinstance(e, MessageEvent)] == [5, 1, 6]
+    assert [e.message.id for e in _events(path) if isinstance(e, MessageEvent)] == [1, 5, 6]
+    packed = tmp_path / "x.har.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    events = _events(packed)
+    assert [e.message.id for e in events if isinstance(e, MessageEvent)] == [5, 1, 6]
+    assert [(name, line) for name, line, _ in _anomalies(events)] == [("har.entry-out-of-order", 56)]  # entry 2
     monkeypatch.chdir(tmp_path)
-    notes = build(audit([path.name]))["unjudged"]
-    assert "x.har#s: timestamps go backwards (log time); order follows the file, gaps are rough" in notes
+    report = build(audit([packed.name]))
+    (session,) = report["sessions"]
+    assert session["id"] == "x.har.gz#s"
+    assert "timestamps go backwards (log time); order follows the file, gaps are rough" in session["notes"]
+    assert not any("timestamps" in note for note in report["unjudged"])  # a session's note, not something unjudged
+    late = [f for f in report["findings"] if f["rule_id"] == "CW942"]  # (the pings are unanswered: CW108)
+    assert [(f["severity"], f["certainty"]) for f in late] == [("warning", "inferred")]
+    assert late[0]["message"].startswith(
+        "a HAR entry came after events it started before: entry 2 starts 4.000 s before events already read"
+    )
 
 
 def test_a_cut_gzip_names_both_the_cut_and_the_damage(tmp_path: Path) -> None:
@@ -310,3 +325,32 @@ def test_a_legacy_sse_stream_is_named_not_misplaced(tmp_path: Path) -> None:
     ((name, _, detail),) = _anomalies(events)
     assert name == "har.entry-unreadable" and "legacy HTTP+SSE stream" in detail
     assert not any(isinstance(e, MessageEvent) for e in events)
+
+
+def test_a_long_call_written_after_more_entries_than_the_buffer_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mitmproxy's order (entries as flows finish): a call (id 100) started at 1 s and answered at 60 s comes after
+    its cancel (10.5 s) and 40 pings: more events than a buffer of 20 holds (as a 30 MB HAR of that order is for
+    100,000). On disk it is read by start: the cancel meets its call (a reply after it, exact). Gzip, read in one
+    pass, the call comes after the cancel let go: cancel-unknown-request "never sent" [exact] as before this
+    change, but now with CW942 naming the entry that came too late (inferred)."""
+    monkeypatch.setattr("cancelwire.readers.har.reader.MAX_REORDER", 20)
+    pings = [
+        _entry(f"2026-01-01T00:00:{2 + n / 2:06.3f}Z", _rpc(id=n, method="ping"), f"data: {_rpc(id=n, result={})}\n\n")
+        for n in range(40)
+    ]
+    cancel = _entry("2026-01-01T00:00:10.5Z", _rpc(method="notifications/cancelled", params={"requestId": 100}))
+    cancel["response"] = {"status": 202}
+    reply = f"data: {_rpc(id=100, error={'code': -32800, 'message': 'Request cancelled'})}\n\n"
+    call = _entry("2026-01-01T00:00:01Z", _rpc(id=100, method="tools/call", params={"name": "w"}), reply, wait=59000)
+    path = _write(tmp_path, [*pings[:17], cancel, *pings[17:], call])
+    monkeypatch.chdir(tmp_path)
+
+    def verdicts(name: str) -> list[tuple[str, str, Any]]:
+        report = build(audit([name]))
+        return sorted((f["rule_id"], f["certainty"], f["request_id"]) for f in report["findings"])
+
+    assert verdicts(path.name) == [("CW101", "exact", 100)]
+    (tmp_path / "x.har.gz").write_bytes(gzip.compress(path.read_bytes()))
+    assert verdicts("x.har.gz") == [("CW105", "exact", 100), ("CW942", "inferred", None)]

@@ -53,6 +53,10 @@ def test_text(team: Path) -> None:
         "  ignore.CW106 = --ignore (from command line)",
         "  not run (--ignore on the command line): cancel-after-completion",
         "  not run (known client bug @ops #12): cancel-unknown-request",
+        "  not in force under 2025-06-18 over stdio (1 session), so nothing to say: cancel-notification-for-task, "
+        "task-status-after-cancel, tasks-cancel-final-not-rejected, task-result-after-cancel, "
+        "tasks-cancel-not-marked-cancelled, related-task-tag-missing, related-task-tag-redundant, "
+        "related-task-tag-mismatch",
     ]
 
 

@@ -14,7 +14,7 @@ from cancelwire.model import (
     TimelineEntry,
     Vantage,
 )
-from cancelwire.rebuild.ordering import relate
+from cancelwire.rebuild.ordering import race_window, relate
 
 ORIGIN = Origin("x")
 
@@ -33,7 +33,9 @@ def _reply(seq: int = 9, ts: float | None = 10.02) -> TimelineEntry:
 
 
 def _relate(cancel: CancelInfo, entry: TimelineEntry, vantage: Vantage, **kw: object) -> tuple[Relation, Certainty]:
-    args: dict[str, object] = {"proof_seq": None, "names_cancel": None, "race_window": None, **kw}
+    args: dict[str, object] = {"proof_seq": None, "names_cancel": None, **kw}
+    override = args.pop("race_window", None)
+    args["race_window"] = race_window(vantage, override=override, round_trip=args.pop("round_trip", None))  # type: ignore[arg-type]
     return relate(cancel, Side.CLIENT, entry, vantage=vantage, **args)  # type: ignore[arg-type]
 
 
@@ -50,6 +52,10 @@ def _relate(cancel: CancelInfo, entry: TimelineEntry, vantage: Vantage, **kw: ob
         (Vantage.PROXY, {"names_cancel": Certainty.EXACT}, (Relation.AFTER, Certainty.EXACT)),
         # a reply whose words only suggest it: after the cancel, but no surer than its words
         (Vantage.PROXY, {"names_cancel": Certainty.INFERRED}, (Relation.AFTER, Certainty.INFERRED)),
+        # the recording's own round trips widen the window, never narrow it, and only so far
+        (Vantage.WIRE, {"round_trip": 0.03}, (Relation.CROSSING, Certainty.INFERRED)),
+        (Vantage.PROXY, {"round_trip": 0.001}, (Relation.CROSSING, Certainty.INFERRED)),
+        (Vantage.PROXY, {"round_trip": 0.001, "race_window": 0.001}, (Relation.AFTER, Certainty.INFERRED)),
     ],
 )
 def test_notification_cancel(vantage: Vantage, kw: dict[str, object], expected: tuple[Relation, Certainty]) -> None:
@@ -69,3 +75,11 @@ def test_no_timestamps_and_no_proof_stays_a_race() -> None:
 
 def test_before_the_cancel_is_before() -> None:
     assert _relate(_cancel(), _reply(seq=3, ts=9.0), Vantage.PROXY) == (Relation.BEFORE, Certainty.EXACT)
+
+
+def test_the_measured_window_is_bounded_below_by_the_default_and_above_by_a_second() -> None:
+    assert race_window(Vantage.PROXY, override=None, round_trip=0.126) == 0.126
+    assert race_window(Vantage.PROXY, override=None, round_trip=0.01) == 0.05
+    assert race_window(Vantage.PROXY, override=None, round_trip=30.0) == 1.0
+    assert race_window(Vantage.PROXY, override=0.2, round_trip=0.5) == 0.2  # --race-window decides
+    assert race_window(Vantage.SERVER, override=None, round_trip=0.5) == 0.0

@@ -159,6 +159,7 @@ def test_the_positional_timeline_constructor_puts_every_field_in_its_place() -> 
     item.cancel = CancelInfo(CancelMechanism.NOTIFICATION, _entry(2, EntryKind.CANCEL), "user")
     item.verified_by = _entry(3, EntryKind.RESULT)
     item.reply_unread = True
+    item.window = 0.25  # the recording's round trips set it above the proxy's 0.05 s
     timeline = session.timeline(item, ended=True)
     assert {f.name: getattr(timeline, f.name) for f in fields(timeline)} == {
         "session_key": "s",
@@ -179,6 +180,7 @@ def test_the_positional_timeline_constructor_puts_every_field_in_its_place() -> 
         "ended_by_recording": True,
         "unrecorded": frozenset({EntryKind.RESULT, EntryKind.ERROR_RESULT}),
         "reply_unread": True,
+        "measured_window": 0.25,
     }
 
 

@@ -192,3 +192,35 @@ def test_payload_is_not_reassembled_unless_asked_and_its_fin_closes_at_once() ->
     assert seg(tcp, True, 1, ACK, b"\x16\x03\x01") == []
     assert tcp.up.held == {} and tcp.up.next is None
     assert seg(tcp, True, 4, FIN | ACK, number=80) == [Closed(True, 80, 1.0)]
+
+
+def _acked(events: list[TcpEvent]) -> list[tuple[bytes, int | None]]:
+    return [(e.data, e.acked) for e in events if isinstance(e, Delivered)]
+
+
+def test_server_bytes_carry_the_acknowledgement_they_first_left_with() -> None:
+    """The client's FIN is at 101 (covered by ack 102). A segment sent before the server had it acks 101;
+    one sent after acks 102: only the first crossed the close."""
+    tcp = conn()
+    seg(tcp, True, 101, ACK | FIN, ack=501)
+    assert _acked(seg(tcp, False, 501, ACK | PSH, b"head", ack=101)) == [(b"head", 101)]
+    assert tcp.before_client_fin(101)
+    assert _acked(seg(tcp, False, 505, ACK | PSH, b"tail", ack=102)) == [(b"tail", 102)]
+    assert not tcp.before_client_fin(102)
+    assert not tcp.before_client_fin(None)
+
+
+def test_a_head_captured_only_as_a_retransmission_takes_the_tail_s_first_acknowledgement() -> None:
+    """The tail (505..509) is captured first, sent before the client's FIN reached the server (ack 101);
+    the head (501..505) only as a retransmission after it, acking the FIN. TCP sends in order: the head
+    was written before the tail, so both left before the close."""
+    tcp = conn()
+    assert _acked(seg(tcp, False, 505, ACK | PSH, b"tail", ack=101)) == []  # held: the head is missing
+    seg(tcp, True, 101, ACK | FIN, ack=501)
+    assert _acked(seg(tcp, False, 501, ACK | PSH, b"head", ack=102)) == [(b"head", 101), (b"tail", 101)]
+
+
+def test_before_the_client_s_fin_nothing_crossed_it() -> None:
+    tcp = conn()
+    seg(tcp, False, 501, ACK | PSH, b"early", ack=101)
+    assert not tcp.before_client_fin(101)  # no FIN from the client yet

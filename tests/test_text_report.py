@@ -73,7 +73,6 @@ def test_findings_come_first_and_the_verdict_last(monkeypatch: pytest.MonkeyPatc
     assert headings == [
         "Findings: 1 error, 2 warnings, 0 info",
         "Cancelled calls: 1 late-result-violation, 1 outcome-unverified",
-        "Not judged",
         "Inputs: 3 inputs, 3 sessions, 8 requests, 2 cancelled call(s) (--verbose lists each session)",
         "How this report was made",
         "FAIL: 1 error, 2 warnings, 1 outcome-unverified (warning) in 3 sessions (gate: --fail-on error)",
@@ -199,7 +198,7 @@ def test_markdown_opens_with_the_verdict(monkeypatch: pytest.MonkeyPatch) -> Non
     assert lines[:3] == [
         "## cancelwire audit: FAIL",
         "",
-        r"**FAIL**: 1 error in 1 session \(gate\: \-\-fail\-on error\)",
+        "**FAIL**: 1 error in 1 session (gate: --fail-on error)",
     ]
     assert json.dumps(lines).count("FAIL") == 2
 

@@ -28,6 +28,10 @@ def test_wheel_installs_and_audits_outside_the_checkout(tmp_path: Path) -> None:
     assert sorted(modules - set(names)) == []  # every folder of analyzer/ is listed in pyproject.toml
     top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
     assert top_level == {"cancelwire"}  # no other import name is installed (such as the source folder's)
+    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    assert (
+        "[pytest11]\ncancelwire = cancelwire.pytest_plugin.hooks" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    )
     target = tmp_path / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from ..model import (
     Anomaly,
@@ -34,6 +35,16 @@ MAX_OPEN_GROUPS = 10_000
 anomaly of that group then starts a new one, reported as a second finding."""
 
 
+class SkipKind(StrEnum):
+    """Why a rule was not judged on a session."""
+
+    NOT_IN_FORCE = "not-in-force"
+    """The session's revision (over its transport) gives the rule no level: it was judged, with nothing to
+    say. The reports name the revision's rule set once, not under "Not judged"."""
+    UNRECORDED = "unrecorded"
+    """The recording cannot show what the rule's verdict rests on (or a reply could not be read)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Skip:
     """A rule that did not apply to a session, and why (shown in every report)."""
@@ -42,6 +53,7 @@ class Skip:
     rule: str
     session_key: str
     reason: str
+    kind: SkipKind = SkipKind.UNRECORDED
 
 
 @dataclass(slots=True)
@@ -78,7 +90,7 @@ class Engine:
             where = f"{revision} over {transport}" if transport else str(revision)
             self.skips.setdefault(
                 (rule.id, session),
-                Skip(rule.id, rule.slug, session, f"not in force under {where}"),
+                Skip(rule.id, rule.slug, session, f"not in force under {where}", SkipKind.NOT_IN_FORCE),
             )
         return level
 
@@ -263,7 +275,13 @@ class Engine:
             sender=sender,
             receiver=tl.requester.other.value,
             revision=tl.revision,
-            detail=None if said is None else f"the reply itself says the request was cancelled ({said})",
+            detail=(
+                f"the reply itself says the request was cancelled ({said})"
+                if said is not None
+                else _window_basis(rule, tl)
+                if certainty is Certainty.INFERRED
+                else None
+            ),
         )
         return Finding(
             rule_id=rule.id,
@@ -412,6 +430,18 @@ def _timed(timing: Timing | None, tl: RequestTimeline, anchor: TimelineEntry, en
     is_cancel = tl.cancel is not None and anchor.seq == tl.cancel.entry.seq
     relation = entry.relation if is_cancel else Relation.AFTER
     return relation is (Relation.AFTER if timing is Timing.LATE else Relation.CROSSING)
+
+
+def _window_basis(rule: Rule, tl: RequestTimeline) -> str | None:
+    """Why the race window that timed this finding is what it is, when the recording's round trips set it."""
+    window = tl.measured_window
+    if rule.condition.timing is None or window is None:
+        return None
+    return (
+        f"race window {window:.3f} s, the fastest round trip this recording shows for a {tl.requester.value} "
+        f"request (wider than the {tl.vantage.value} default): a reply within "
+        "one round trip of the cancel may have left before the cancel arrived"
+    )
 
 
 def _render(

@@ -32,6 +32,7 @@ from ..model import (
     MessageEvent,
     Origin,
     SessionStart,
+    Transport,
     TransportEvent,
     Vantage,
 )
@@ -50,6 +51,12 @@ MIN_SHARED = 3
 """Messages two sessions must share, and at least half of the smaller one's, to be one session."""
 MAX_FANOUT = 64
 """A message held by more sessions of the other recording than this tells none of them apart."""
+ROUND_TRIP_MARGIN = 0.01
+"""Seconds by which one recording's fastest round trip must beat the other's for the two, declaring the
+same vantage, to stand apart (a recorder's own scheduling varies by a few milliseconds)."""
+EXACT_ORDER = frozenset({"cancelwire-transcript"})
+"""Formats whose order on stdio is exact: `cancelwire record` writes both directions under one lock, each
+line before it relays it (recorder.py), so what is in its file before a cancel passed it before the cancel."""
 
 
 @dataclass(slots=True)
@@ -171,10 +178,12 @@ def _vantage(session: _Session) -> Vantage:
 def _merge_pair(rec_x: Recording, x: _Session, rec_y: Recording, y: _Session) -> tuple[list[Event], MergeSummary]:
     """One session recorded twice: the primary (nearer the server; the first input on a tie) and the
     secondary, aligned with the client-side recording as merge's A."""
-    if POSITION[_vantage(y)] > POSITION[_vantage(x)]:
+    same_place = POSITION[_vantage(x)] == POSITION[_vantage(y)]
+    apart = same_place and _apart(x, y)
+    if POSITION[_vantage(y)] > POSITION[_vantage(x)] or apart is y:
         rec_x, x, rec_y, y = rec_y, y, rec_x, x
     primary, secondary = x, y
-    same_place = POSITION[_vantage(x)] == POSITION[_vantage(y)]
+    same_place = same_place and apart is None
     p_msgs = [i for i, k in enumerate(primary.keys) if k is not None]
     s_msgs = [i for i, k in enumerate(secondary.keys) if k is not None]
     # merge's A is the recording nearer the client: the secondary (or, on a tie, itself)
@@ -212,6 +221,41 @@ def _merge_pair(rec_x: Recording, x: _Session, rec_y: Recording, y: _Session) ->
         abandoned=len({p.request_id for p in problems if p.name is AnomalyName.MERGE_CANCEL_NEVER_SENT}),
     )
     return events, summary
+
+
+def _apart(x: _Session, y: _Session) -> _Session | None:
+    """Of two recordings declaring the same vantage, the one nearer the server, when they prove they stand
+    apart: the client's requests are answered faster at one (by more than `ROUND_TRIP_MARGIN`: a slow
+    link lies between them) and one of them has an exact order (`EXACT_ORDER`), which then decides what
+    crossed a cancel, over any clock estimate. None when they may stand at one place."""
+    if not ({_format(x), _format(y)} & EXACT_ORDER):
+        return None
+    rx, ry = fastest_round_trip(x.events), fastest_round_trip(y.events)
+    if rx is None or ry is None or abs(rx - ry) <= ROUND_TRIP_MARGIN:
+        return None
+    return x if rx < ry else y
+
+
+def _format(session: _Session) -> str | None:
+    start = session.start
+    return start.input_format if start is not None and start.transport is Transport.STDIO else None
+
+
+def fastest_round_trip(events: Iterable[Event]) -> float | None:
+    """The fastest time from a client's request to its reply that the recording shows (seconds)."""
+    sent: dict[Hashable, float] = {}
+    fastest: float | None = None
+    for event in events:
+        if not isinstance(event, MessageEvent) or event.ts is None or event.message.id is None:
+            continue
+        m = event.message
+        if event.direction is Direction.C2S and m.method is not None:
+            sent.setdefault(m.id, event.ts)
+        elif event.direction is Direction.S2C and m.method is None and m.id in sent:
+            taken = event.ts - sent.pop(m.id)
+            if taken >= 0 and (fastest is None or taken < fastest):
+                fastest = taken
+    return fastest
 
 
 def _item(session: _Session, index: int, same_place: bool) -> Item:

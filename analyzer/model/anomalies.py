@@ -120,6 +120,12 @@ class AnomalyName(StrEnum):
     """An HTTP/1.1 stream that could not be parsed; the rest of it may be unjudged (CW908)."""
     HTTP_BODY_TOO_LARGE = "http.body-too-large"
     """An HTTP body over the capture reader's size limit, skipped while streaming past (CW910)."""
+    HTTP_BODY_NOT_DECODED = "http.body-not-decoded"
+    """A body in a Content-Encoding cancelwire does not read (br, zstd, a chain); its messages are unread (CW941)."""
+    HTTP_BODY_DECODE_FAILED = "http.body-decode-failed"
+    """A gzip or deflate body that does not inflate, or ends before its coding does (CW941)."""
+    HTTP_BODY_INFLATE_LIMIT = "http.body-inflate-limit"
+    """A gzip or deflate body that inflated past --max-inflate-ratio; the rest was not read (CW941)."""
     HTTP2_UNPROCESSED = "http2.unprocessed"
     """An MCP POST on an HTTP/2 stream the server's GOAWAY declared unprocessed (CW218)."""
     HTTP2_PROTOCOL_ERROR = "http2.protocol-error"
@@ -172,6 +178,8 @@ class AnomalyName(StrEnum):
     """A HAR entry's Mcp-Session-Id headers disagree; the session it was put in is named (CW936)."""
     HAR_REPLIES_ELSEWHERE = "har.replies-elsewhere"
     """An HTTP+SSE session's replies go on its SSE stream, which the HAR does not hold readably (CW937)."""
+    HAR_ENTRY_OUT_OF_ORDER = "har.entry-out-of-order"
+    """A HAR entry that starts before events the reorder buffer had to let go: its order is inferred (CW942)."""
 
     # merge.*: two recordings of one session (--merge), or one session recorded twice
     MERGE_MESSAGE_LOST = "merge.message-lost"

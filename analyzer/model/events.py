@@ -109,6 +109,10 @@ class MessageEvent:
     """HTTP exchange (request/response stream) id on captures; None on stdio."""
     revision_hint: Revision | None = None
     """`MCP-Protocol-Version` header of the HTTP request that carried or answered this message."""
+    crossed: bool = False
+    """The recording proves its sender wrote it before the peer's close of its stream reached the sender: a
+    capture where its TCP acknowledgement does not cover the client's FIN, or it was captured after the
+    client's RST (a TCP that has taken a RST has nothing left to send on). CROSSING and EXACT."""
 
 
 @record

@@ -116,6 +116,9 @@ class RequestTimeline:
     replies)."""
     reply_unread: bool = False
     """A response to it was recorded but could not be read (`Anomaly.reply_unread`), and no reply was read."""
+    measured_window: float | None = None
+    """The race window (seconds) its entries after the cancel were judged with, when the round trips the
+    recording itself shows set it above the vantage's default; None when the default or `--race-window` did."""
 
 
 @record

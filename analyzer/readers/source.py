@@ -58,6 +58,17 @@ class InputSource:
                 raw.seek(len(UTF8_BOM) if start == UTF8_BOM else 0)
                 yield InputStream(self.name, raw)
 
+    @contextmanager
+    def seekable(self) -> Iterator[tuple[Seekable, int] | None]:
+        """The file and where its content starts (past a UTF-8 BOM), when it can be read at any offset: a
+        regular file that is not gzip; None for a pipe or a compressed file."""
+        if self.pipe is not None or self.path is None:
+            yield None
+            return
+        with self._open_raw() as raw:
+            start = read_up_to(raw, len(UTF8_BOM), self.name)
+            yield None if start.startswith(GZIP_MAGIC) else (raw, len(UTF8_BOM) if start == UTF8_BOM else 0)
+
     def head(self) -> bytes:
         with self.open_binary() as stream:
             return read_up_to(stream, HEAD_BYTES, self.name)

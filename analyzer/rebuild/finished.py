@@ -173,7 +173,7 @@ def _reply_after_hold(
         vantage=session.start.vantage,
         proof_seq=tomb.proof_seq,
         names_cancel=None,
-        race_window=session.race_window,
+        race_window=session.window_for(sender.other),
     )
     gap = None if event.ts is None or cancel.entry.ts is None else event.ts - cancel.entry.ts
     after = f"{gap:.3f} s after its cancel" if gap is not None else "after its cancel"

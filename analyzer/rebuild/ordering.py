@@ -35,6 +35,24 @@ DEFAULT_RACE_WINDOWS: Mapping[Vantage, float] = {
     Vantage.UNKNOWN: 0.25,
 }
 
+MAX_MEASURED_WINDOW = 1.0
+"""Seconds the round trips a recording shows may widen its race window to, at most: the peer under audit
+times its own replies, so a server that answers everything slowly must not excuse any late reply."""
+
+
+def race_window(vantage: Vantage, *, override: float | None, round_trip: float | None) -> float:
+    """The race window for a cancel recorded at VANTAGE: `--race-window` when given; else the vantage's
+    default, widened to ROUND_TRIP (the fastest request→reply the recording itself shows for the
+    canceller's requests, bounded by `MAX_MEASURED_WINDOW`). A reply that reaches the recording within
+    one round trip of the cancel may have left its sender before the cancel arrived: on a slow link a
+    proxy at the client's end sees every reply at least a round trip after what it answers."""
+    if override is not None:
+        return override
+    default = DEFAULT_RACE_WINDOWS[vantage]
+    if round_trip is None or vantage is Vantage.SERVER:
+        return default
+    return max(default, min(round_trip, MAX_MEASURED_WINDOW))
+
 
 def relate(
     cancel: CancelInfo,
@@ -44,7 +62,7 @@ def relate(
     vantage: Vantage,
     proof_seq: int | None,
     names_cancel: Certainty | None,
-    race_window: float | None,
+    race_window: float,
     crossed: bool = False,
 ) -> tuple[Relation, Certainty]:
     """BEFORE / CROSSING / AFTER for `entry`, with how sure we are.
@@ -73,6 +91,5 @@ def relate(
         return Relation.AFTER, names_cancel  # its content says it was written after the cancel
     if entry.ts is None or cancel.entry.ts is None:
         return Relation.CROSSING, Certainty.INFERRED
-    window = DEFAULT_RACE_WINDOWS[vantage] if race_window is None else race_window
     gap = entry.ts - cancel.entry.ts
-    return (Relation.AFTER if gap > window else Relation.CROSSING), Certainty.INFERRED
+    return (Relation.AFTER if gap > race_window else Relation.CROSSING), Certainty.INFERRED

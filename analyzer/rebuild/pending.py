@@ -33,7 +33,7 @@ from ..model import (
 )
 from ..model.jsonrpc import json_kind
 from .entrylog import EntryLog
-from .ordering import relate
+from .ordering import DEFAULT_RACE_WINDOWS, race_window, relate
 
 _Key = tuple[Side, RequestId]
 #: What a timeline cannot show when a response to its request was recorded but not read.
@@ -83,6 +83,8 @@ class PendingRequest:
     """Where the requester's own library ended the call for its caller (`gave_up`), if it did."""
     reply_unread: bool = False
     """A response to it was recorded but not read (`Anomaly.reply_unread`)."""
+    window: float | None = None
+    """The race window its entries after the cancel are judged with, fixed at the first of them."""
 
     @property
     def key(self) -> _Key:
@@ -182,7 +184,10 @@ class SessionState:
     start: SessionStart
     """What the reader said about the session (its vantage includes `--vantage`)."""
     race_window: float | None = None
-    """`--race-window`, or None for the vantage's default (`ordering.DEFAULT_RACE_WINDOWS`)."""
+    """`--race-window`, or None for the vantage's default (`ordering.DEFAULT_RACE_WINDOWS`) widened to the
+    round trips the recording shows (`ordering.race_window`)."""
+    round_trips: dict[Side, float] = field(default_factory=dict)
+    """Per requester, the fastest request→reply (seconds) the recording showed before any cancel."""
     revision: Revision | None = None
     revision_basis: RevisionBasis = RevisionBasis.ASSUMED
     client_info: Mapping[str, Any] | None = None
@@ -238,10 +243,21 @@ class SessionState:
 
     # -- the pending table -----------------------------------------------------------------
 
-    def add_entry(self, item: PendingRequest, entry: TimelineEntry, *, names_cancel: Certainty | None = None) -> None:
-        """Add an entry to a request's timeline, tagged once with where it stands relative to the cancel."""
+    def add_entry(
+        self,
+        item: PendingRequest,
+        entry: TimelineEntry,
+        *,
+        names_cancel: Certainty | None = None,
+        crossed: bool = False,
+    ) -> None:
+        """Add an entry to a request's timeline, tagged once with where it stands relative to the cancel
+        (`names_cancel`: how surely its own content says it answers a cancelled request; `crossed`: its
+        recording proves it crossed the close, `MessageEvent.crossed`)."""
         cancel = item.cancel
         if cancel is not None and entry is not cancel.entry:
+            if item.window is None:
+                item.window = self.window_for(item.requester)
             relation, certainty = relate(
                 cancel,
                 item.requester,
@@ -249,8 +265,8 @@ class SessionState:
                 vantage=self.start.vantage,
                 proof_seq=item.proof_seq,
                 names_cancel=names_cancel,
-                race_window=self.race_window,
-                crossed=entry.seq in self.start.crossed,
+                race_window=item.window,
+                crossed=crossed or entry.seq in self.start.crossed,
             )
             entry = replace(entry, relation=relation, certainty=certainty)
         # `EntryLog.add` inline: once per message, and the call cost 1.4 % of a stdio audit (A/B)
@@ -259,6 +275,27 @@ class SessionState:
             log.entries.append(entry)
         else:
             log.count(entry)
+
+    def window_for(self, requester: Side) -> float:
+        """The race window for a cancel REQUESTER sends now (`ordering.race_window`)."""
+        return race_window(self.start.vantage, override=self.race_window, round_trip=self.round_trips.get(requester))
+
+    def time_reply(self, item: PendingRequest, ts: float | None) -> None:
+        """The round trip of a first reply to a request not cancelled: what the recording shows of the link."""
+        request_ts = item.log.entries[0].ts if item.log.entries else None
+        if ts is None or request_ts is None or item.replied or item.held:
+            return
+        taken = ts - request_ts
+        fastest = self.round_trips.get(item.requester)
+        if taken >= 0 and (fastest is None or taken < fastest):
+            self.round_trips[item.requester] = taken
+
+    def measured_window(self, item: PendingRequest) -> float | None:
+        """The window ITEM was judged with, when the recording's round trips widened it past the default."""
+        window = item.window
+        if window is None or self.race_window is not None or window <= DEFAULT_RACE_WINDOWS[self.start.vantage]:
+            return None
+        return window
 
     def add_open(self, item: PendingRequest) -> None:
         key = item.key
@@ -356,6 +393,7 @@ class SessionState:
             ended,
             start.unrecorded | _REPLIES if unread else start.unrecorded,
             unread,
+            self.measured_window(item),
         )
 
     def anomaly(

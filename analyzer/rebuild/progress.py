@@ -55,7 +55,7 @@ def on_progress(
         if late is not None:
             emit(late)
         return
-    session.add_entry(item, message_entry(EntryKind.PROGRESS, sender, event))
+    session.add_entry(item, message_entry(EntryKind.PROGRESS, sender, event), crossed=event.crossed)
     if numeric:
         if item.last_progress is not None and value <= item.last_progress:
             emit(

@@ -361,7 +361,8 @@ class Reconstructor:
                 self._out.append(late)
             return
         entry, names_cancel = tagged(message_entry(kind, sender, event), message)
-        session.add_entry(item, entry, names_cancel=names_cancel)
+        session.add_entry(item, entry, names_cancel=names_cancel, crossed=event.crossed)
+        session.time_reply(item, event.ts)
         first_reply = not item.replied
         item.replied = True
         if first_reply and (item.is_task or session.tasks is not None):

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TextIO, TypeVar
 
 from .._version import __version__
 from ..ci.gates import Triage
 from ..judge.catalog import load_catalog
+from ..judge.engine import SkipKind
 from ..judge.fingerprint import FindingPrints
 from ..judge.rule import Rule
 from ..model import Finding, Session, jsonrpc
@@ -128,32 +130,68 @@ def session(s: Session) -> dict[str, Any]:
         "last_time": time_text(s.last_ts),
         "timestamps": s.timestamps,
         "timestamps_ordered": s.timestamps_ordered,
+        "notes": session_notes(s),
     }
 
 
-def _unjudged(result: AuditResult) -> list[str]:
-    """Everything the audit could not judge, in plain sentences (every format shows these)."""
-    notes = [f"{i.path}: not analysed: {i.error}" for i in result.inputs if i.error and not i.sessions]
+def session_notes(s: Session) -> list[str]:
+    """What to bear in mind when reading a session's verdicts (how it was recorded, not what was unjudged)."""
+    notes = []
+    if s.revision is None:
+        notes.append("protocol revision unknown; every rule was judged at its weakest level across revisions")
+    if not s.timestamps:
+        notes.append("no timestamps; race or violation is decided by ordering proofs only")
+    elif not s.timestamps_ordered:
+        notes.append("timestamps go backwards (log time); order follows the file, gaps are rough")
+    return notes
+
+
+@dataclass(frozen=True, slots=True)
+class _Note:
+    """One thing not judged: our sentence, about an input or session (SUBJECT), listing ITEMS after it.
+    Subject and items are recorded text (paths, session keys): Markdown escapes them, not the sentence."""
+
+    text: str
+    subject: str | None = None
+    items: str | None = None
+
+    def sentence(self) -> str:
+        """The note as one sentence (the JSON and text reports' form)."""
+        head = f"{self.subject}: {self.text}" if self.subject is not None else self.text
+        return f"{head}: {self.items}" if self.items is not None else head
+
+
+def _unjudged(result: AuditResult) -> list[_Note]:
+    """What the audit could not judge (every format shows these): inputs not read, and rules whose verdict
+    rests on what a recording cannot show. A rule a session's revision does not put in force was judged,
+    with nothing to say (`_not_in_force`); a session's notes are its own (`session_notes`)."""
+    notes = [_Note(f"not analysed: {i.error}", i.path) for i in result.inputs if i.error and not i.sessions]
     skipped = [f"{i.path} ({i.skipped})" for i in result.inputs if i.skipped]
     if skipped:
         shown = ", ".join(skipped[:8]) + (f" and {len(skipped) - 8} more" if len(skipped) > 8 else "")
-        notes.append(f"{len(skipped)} file(s) found in folders were skipped: {shown}")
-    notes += [f"{i.path}: reading stopped early: {i.error}" for i in result.inputs if i.error and i.sessions]
-    for s in result.sessions:
-        if s.revision is None:
-            notes.append(
-                f"{s.key}: protocol revision unknown; every rule was judged at its weakest level across revisions"
-            )
-        if not s.timestamps:
-            notes.append(f"{s.key}: no timestamps; race or violation is decided by ordering proofs only")
-        elif not s.timestamps_ordered:
-            notes.append(f"{s.key}: timestamps go backwards (log time); order follows the file, gaps are rough")
+        notes.append(_Note(f"{len(skipped)} file(s) found in folders were skipped", items=shown))
+    notes += [_Note(f"reading stopped early: {i.error}", i.path) for i in result.inputs if i.error and i.sessions]
     by_session: dict[tuple[str, str], list[str]] = {}
     for skip in result.skips:
-        by_session.setdefault((skip.session_key, skip.reason), []).append(skip.rule)
+        if skip.kind is SkipKind.UNRECORDED:
+            by_session.setdefault((skip.session_key, skip.reason), []).append(skip.rule)
     for (session_key, reason), rules in by_session.items():
-        notes.append(f"{session_key}: {reason}, so not judged: {', '.join(rules)}")
-    return notes + _unreported(result)
+        notes.append(_Note(f"{reason}, so not judged: {', '.join(rules)}", session_key))
+    return notes + [_Note(note) for note in _unreported(result)]
+
+
+def _not_in_force(result: AuditResult) -> list[dict[str, Any]]:
+    """The rules each revision (over its transport) does not put in force, once per revision with the
+    sessions it covers: "how this report was made", not something left unjudged."""
+    groups: dict[str, tuple[dict[str, None], dict[str, None]]] = {}  # reason -> (rules, sessions), in order
+    for skip in result.skips:
+        if skip.kind is SkipKind.NOT_IN_FORCE:
+            rules, sessions = groups.setdefault(skip.reason, ({}, {}))
+            rules[skip.rule] = sessions[skip.session_key] = None
+    return [
+        {"reason": reason, "rules": list(rules), "sessions": list(sessions)}
+        for reason, (rules, sessions) in groups.items()
+    ]
 
 
 def _unreported(result: AuditResult) -> list[str]:
@@ -269,6 +307,7 @@ def _build(result: AuditResult, fmt: str) -> dict[str, Any]:
         per_outcome,
         texts=result.cancellations.texts(),
     )
+    unjudged = _unjudged(result)
     report = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "cancelwire", "version": __version__},
@@ -289,7 +328,8 @@ def _build(result: AuditResult, fmt: str) -> dict[str, Any]:
         "findings": findings,
         "rules": [{"id": r.id, "rule": r.slug, "rev": r.rev, "summary": r.summary} for r in result.rules],
         "disabled_rules": [{"rule": k, "reason": v} for k, v in sorted(result.disabled.items())],
-        "unjudged": _unjudged(result),
+        "unjudged": [note.sentence() for note in unjudged],
+        "not_in_force": _not_in_force(result),
         "summary": {
             "inputs": len(result.inputs),
             "inputs_unreadable": sum(1 for i in result.inputs if i.error and not i.sessions),
@@ -307,6 +347,7 @@ def _build(result: AuditResult, fmt: str) -> dict[str, Any]:
         report["merges"] = [_merge(m) for m in result.merges]
     if fmt != "json":
         report["findings_not_shown"] = findings.not_shown()
+        report["unjudged_notes"] = [{"subject": n.subject, "text": n.text, "listed": n.items} for n in unjudged]
         report["cancellations_not_shown"] = cancellations.not_shown()
     return report
 

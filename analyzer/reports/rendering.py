@@ -89,7 +89,17 @@ def environment(fmt: str, color: bool = False) -> jinja2.Environment:
     env.filters["diagram"] = lambda call, report: Markup(drawer(call, report))
     env.filters["plural"] = plural
     env.filters["paint"] = painter(color and fmt == "text")
+    # `| ours`: our own words; in Markdown left unescaped when nothing in them can act (inert.markdown_ours)
+    env.filters["ours"] = _ours if fmt == "md" else _as_is
     return env
+
+
+def _ours(value: Any) -> Markup:
+    return Markup(inert.markdown_ours(str(value)))
+
+
+def _as_is(value: Any) -> Any:
+    return value
 
 
 def csp_hash(source: str) -> str:

@@ -66,6 +66,11 @@ that a code-scanning view acts on. §3.11.6: `[text](destination)` is an embedde
 a literal `{` or `}` is written doubled. Both are applied, so a recorded `[click](https://…)` is no link and
 a recorded `{0}` no placeholder; a viewer shows the characters as recorded.
 
+Our own words in a Markdown report (the verdict, the version, outcome and rule names, how the report was
+made) are not escaped, so the file reads as plain text: `markdown_ours` leaves a text as it is only when
+every character in it is inert inline (letters, digits, spaces and `. , ; : ( ) ' / = + -`, with no URL,
+`www.`, emoji code or leading list marker), and escapes it as recorded text otherwise.
+
 **HTML** needs nothing here: jinja2 autoescapes every value, and the report's Content-Security-Policy
 (`default-src 'none'`) lets it load and run nothing. `terminal` is applied there too, so a bidi override
 cannot reorder a table cell.
@@ -134,6 +139,14 @@ _LINKABLE = re.compile(
 _BROKEN = r"\g<0>" + _BREAK
 _MARKDOWN = {ord(c): "\\" + c for c in string.punctuation} | {ord(_BREAK): "&#8203;"}
 
+_PLAIN_PUNCTUATION = " .,;:()'/=+-"
+"""ASCII punctuation with no inline Markdown meaning (`markdown_ours`), save the cases `_ACTIVE_OURS` names."""
+_ACTIVE_PUNCTUATION = frozenset(string.punctuation) - frozenset(_PLAIN_PUNCTUATION)
+_ACTIVE_OURS = re.compile(
+    r"://|\bwww\.|:(?:[a-z0-9+\-]*[a-z+][a-z0-9+\-]*|100|1234):|^\s*(?:[-+=]|\d+[.)])(?:\s|$)", re.IGNORECASE
+)
+"""A URL or `www.` (autolinks), an emoji code (GitHub's names hold a letter or `+`, save `:100:` and `:1234:`; a
+time's `19:53:53` is none), a list marker or heading underline at the start."""
 CSV_FORMULA_STARTS = ("=", "+", "-", "@")  # and tab and CR (OWASP), which `terminal` escapes first
 UNSAFE_CHARACTER = re.compile("[" + "".join(rf"\U{low:08x}-\U{high:08x}" for low, high in UNSAFE_RANGES) + "]")
 """Matches any character `terminal` escapes (for vectorised checks, such as pandas' `str.contains`)."""
@@ -181,6 +194,17 @@ def markdown(text: str) -> str:
     """`text` as Markdown inline content that renders as the same characters and does nothing else.
     (Step 2 escapes every `#`, `[` and `:`, so the raw text holds no workflow command either.)"""
     return _LINKABLE.sub(_BROKEN, _one_line(text)).translate(_MARKDOWN)
+
+
+def markdown_ours(text: str) -> str:
+    """Our own words (a verdict, a version, a closed set's value) for Markdown: left as they are when
+    nothing in them can act, so the file reads as plain text; else escaped like recorded text (`markdown`),
+    so a value wrongly taken for ours is still inert. Nothing can act when every character is a letter,
+    a digit, a space or one of `_PLAIN_PUNCTUATION`, and the text holds no URL, no `www.`, no emoji code
+    (`:name:`) and starts no list or heading underline (`_ACTIVE_OURS`)."""
+    if text.isprintable() and not (set(text) & _ACTIVE_PUNCTUATION) and not _ACTIVE_OURS.search(text):
+        return text
+    return markdown(text)
 
 
 def json_text(serialised: str) -> str:

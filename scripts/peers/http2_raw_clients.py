@@ -15,7 +15,10 @@ version; the body is the one `http_raw_clients.tools_call_request` builds) to ge
                         (no WINDOW_UPDATE): the server's stream window runs out while it has more
                         to send; after 2 s send RST_STREAM(CANCEL), stay 0.5 s, GOAWAY and close.
 
-Usage: http2_raw_clients.py MODE PORT
+  reset-after    PORT HOST SECONDS   POST tools/call slow_write(steps=1) on stream 1 to HOST; SECONDS
+                        later send RST_STREAM(CANCEL) on it whatever came; stay 1.5 s; GOAWAY, close.
+
+Usage: http2_raw_clients.py MODE PORT [HOST SECONDS]
 """
 
 from __future__ import annotations
@@ -39,9 +42,9 @@ def note(text: str) -> None:
 
 
 class Client:
-    def __init__(self, port: int, settings: dict[int, int] | None = None) -> None:
+    def __init__(self, port: int, settings: dict[int, int] | None = None, host: str = "127.0.0.1") -> None:
         self.port = port
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.sock = socket.create_connection((host, port), timeout=10)
         self.conn = h2.connection.H2Connection(H2Configuration(client_side=True, header_encoding="utf-8"))
         self.conn.initiate_connection()
         if settings:
@@ -114,6 +117,18 @@ def reset(port: int) -> None:
     c.close()
 
 
+def reset_after(port: int, host: str, seconds: float) -> None:
+    c = Client(port, host=host)
+    c.post(1, "slow_write", {"steps": 1})
+    c.read(time.monotonic() + seconds)
+    note(f"{seconds} s after the call: RST_STREAM(CANCEL) on stream 1")
+    c.conn.reset_stream(1, ErrorCodes.CANCEL)
+    c.flush()
+    later = c.read(time.monotonic() + 1.5)
+    note(f"after the reset: {len(later)} h2 events ({[type(e).__name__ for e in later]})")
+    c.close()
+
+
 def stops_reading(port: int) -> None:
     c = Client(port, {SettingCodes.INITIAL_WINDOW_SIZE: 1024})
     c.post(1, "flood", {"count": 200, "pad": 200})
@@ -127,6 +142,9 @@ def stops_reading(port: int) -> None:
 
 def main() -> int:
     mode, port = sys.argv[1], int(sys.argv[2])
+    if mode == "reset-after":
+        reset_after(port, sys.argv[3], float(sys.argv[4]))
+        return 0
     {"reset": reset, "stops-reading": stops_reading}[mode](port)
     return 0
 

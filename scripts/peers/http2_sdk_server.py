@@ -11,7 +11,10 @@ Nothing changes how the SDK speaks: the app is ``MCPServer.streamable_http_app()
 The listening socket is bound (and listening) before ``READY`` is printed, so a client that
 connects at once waits in the backlog rather than failing.
 
-Usage: http2_sdk_server.py --port P --log FILE [--tls-cert C --tls-key K] [--max-seconds S]
+``--gzip json|sse`` puts the app behind Starlette's GZipMiddleware as ``http_sdk_server.py`` does.
+
+Usage: http2_sdk_server.py --port P --log FILE [--host ADDR] [--tls-cert C --tls-key K] [--max-seconds S]
+       [--gzip json|sse]
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from http_asgi_tee import JsonlLog, TeeMiddleware
-from http_sdk_server import SIDE_EFFECTS, build_server
+from http_asgi_tee import JsonlLog
+from http_sdk_server import SIDE_EFFECTS, streamable_app
 
 
 def note(text: str) -> None:
@@ -41,13 +44,15 @@ def main() -> int:
     ap.add_argument("--tls-cert")
     ap.add_argument("--tls-key")
     ap.add_argument("--max-seconds", type=float, default=60.0)
+    ap.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
+    ap.add_argument("--gzip", choices=["json", "sse"], help="behind Starlette's GZipMiddleware")
     args = ap.parse_args()
 
     log = JsonlLog(args.log)
-    app = TeeMiddleware(build_server().streamable_http_app(), log)
+    app = streamable_app(args.gzip, log, host=args.host)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", args.port))
+    sock.bind((args.host, args.port))
     sock.listen(16)
     sock.set_inheritable(True)
 

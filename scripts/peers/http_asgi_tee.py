@@ -134,20 +134,20 @@ class TeeMiddleware:
             return msg
 
         async def tee_send(msg: dict[str, Any]) -> None:
+            chunk, more = msg.get("body", b""), msg.get("more_body", False)  # GZipMiddleware compresses msg in place
             await send(msg)
             if msg["type"] == "http.response.start":
                 for k, v in msg.get("headers", []):
                     if k.lower() == b"content-type":
                         state["ctype"] = v.decode("latin-1").lower()
             elif msg["type"] == "http.response.body":
-                chunk = msg.get("body", b"")
                 if state["ctype"].startswith("text/event-stream"):
                     for ev_id, data in sse.feed(chunk):
                         for m in _decode_messages(data):
                             emit("send", m, **({"sse_id": ev_id} if ev_id else {}))
                 elif state["ctype"].startswith("application/json"):
                     state["json"] += chunk
-                    if not msg.get("more_body", False):
+                    if not more:
                         for m in _decode_messages(state["json"]):
                             emit("send", m)
                         state["json"] = b""

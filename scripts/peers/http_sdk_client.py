@@ -16,6 +16,9 @@ Flows:
                         time limit (anyio.move_on_after), as an application's timeout does; stay
                         1.5 s; exit (the HAR sample: a proxy that buffers SSE hides the progress).
   cancel-after-delay-2026-07-28   the same in 2026-07-28 (the SDK closes the call's stream).
+  big-echo-then-cancel  handshake era; tools/list; tools/call echo with a 700-character text (a result over
+                        the 500 bytes GZipMiddleware compresses from); then slow_write(steps=10) given up
+                        after 1 s as in cancel-after-delay (the gzip samples; httpx asks for gzip).
   legacy-sse            legacy HTTP+SSE transport (mcp.client.sse.sse_client), handshake era;
                         tools/list; slow_write cancelled after 3 progress; stay 1.5 s; exit.
 
@@ -44,6 +47,7 @@ from mcp.client.streamable_http import streamable_http_client
 CANCEL_AFTER = 3
 LINGER = 1.5
 CANCEL_DELAY = 1.0
+BIG_TEXT = "".join(f"line {n:03d} of a result long enough to be compressed; " for n in range(14))[:700]
 
 
 def note(text: str) -> None:
@@ -121,6 +125,10 @@ async def _run(flow: str, url: str, cafile: str | None, keylog: str | None, http
             note(f"echo result: {result.content}")
         elif flow.startswith("cancel-after-delay"):
             await call_with_time_limit(client)
+        elif flow == "big-echo-then-cancel":
+            result = await client.call_tool("echo", {"text": BIG_TEXT})
+            note(f"echo result: {len(str(result.content))} characters")
+            await call_with_time_limit(client)
         else:
             await call_and_cancel(client)
 
@@ -135,6 +143,7 @@ def main() -> int:
             "cancel-close-stream",
             "cancel-after-delay",
             "cancel-after-delay-2026-07-28",
+            "big-echo-then-cancel",
             "legacy-sse",
         ],
     )

@@ -13,8 +13,19 @@ Tools:
   * ``flood(count, pad)``     - reports ``count`` progress notifications with a ``pad``-byte message
                                 as fast as the transport takes them, then returns.
 
-Usage: http_sdk_server.py --port P --log FILE [--transport streamable|sse]
-       [--tls-cert C --tls-key K] [--sndbuf BYTES] [--max-seconds S]
+Compression (``--gzip``), as a deployment behind ordinary middleware has it: the app (and its log) wrapped in
+Starlette's ``GZipMiddleware`` (minimum size 500 bytes, the default), which compresses a response only for a
+client that sends ``Accept-Encoding: gzip`` (httpx does by default):
+
+  * ``--gzip json``: the SDK's JSON response mode (``json_response=True``); every reply body of 500 bytes
+    or more is one gzip body (Starlette's defaults exclude ``text/event-stream``, so this is what a stock
+    GZipMiddleware compresses);
+  * ``--gzip sse``: SSE responses too (``exclude_content_types=()``, the parameter Starlette 1.5 added; nginx
+    does the same with ``gzip_types text/event-stream``): one gzip stream per response, each event flushed
+    with ``Z_SYNC_FLUSH`` as it is sent (Starlette 1.5 and later).
+
+Usage: http_sdk_server.py --port P --log FILE [--host ADDR] [--transport streamable|sse]
+       [--tls-cert C --tls-key K] [--sndbuf BYTES] [--max-seconds S] [--gzip json|sse]
 Prints ``READY`` on stdout once the listening socket is bound and uvicorn has started.
 """
 
@@ -28,6 +39,8 @@ import time
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
+from starlette.middleware.gzip import GZipMiddleware
+from starlette.types import ASGIApp
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from http_asgi_tee import JsonlLog, TeeMiddleware
@@ -84,6 +97,16 @@ def build_server() -> MCPServer:
     return server
 
 
+def streamable_app(gzip: str | None, log: JsonlLog, *, host: str) -> ASGIApp:
+    """The SDK's Streamable HTTP app with its log, bare or behind GZipMiddleware (see the module doc)."""
+    app = TeeMiddleware(build_server().streamable_http_app(host=host, json_response=gzip == "json"), log)
+    if gzip is None:
+        return app
+    if gzip == "sse":
+        return GZipMiddleware(app, minimum_size=500, exclude_content_types=())
+    return GZipMiddleware(app, minimum_size=500)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, required=True)
@@ -93,19 +116,22 @@ def main() -> int:
     ap.add_argument("--tls-key")
     ap.add_argument("--sndbuf", type=int, default=0, help="SO_SNDBUF for accepted sockets (0: kernel default)")
     ap.add_argument("--max-seconds", type=float, default=60.0)
+    ap.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
+    ap.add_argument("--gzip", choices=["json", "sse"], help="behind Starlette's GZipMiddleware (module doc)")
     args = ap.parse_args()
 
-    mcp = build_server()
-    app = mcp.sse_app() if args.transport == "sse" else mcp.streamable_http_app()
     log = JsonlLog(args.log)
-    wrapped = TeeMiddleware(app, log)
+    if args.transport == "sse":
+        wrapped: ASGIApp = TeeMiddleware(build_server().sse_app(), log)
+    else:
+        wrapped = streamable_app(args.gzip, log, host=args.host)
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if args.sndbuf:
         # Inherited by accepted sockets on Linux; keeps the kernel from absorbing a whole flood.
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, args.sndbuf)
-    sock.bind(("127.0.0.1", args.port))
+    sock.bind((args.host, args.port))
     sock.listen(16)
 
     try:

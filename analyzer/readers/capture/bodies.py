@@ -4,6 +4,8 @@ A request body and an `application/json` response body become `MessageEvent`s at
 completed them; an SSE response (`text/event-stream`) becomes one per event whose data is JSON-RPC,
 at the frame that completed that event. SSE blocks without data (priming events, comments, `retry`)
 are SERVER_BYTES transport events; an event cut by the end of the stream is `sse.partial-event`.
+A body with a Content-Encoding is decoded (`encoding`) before any of this; one that cannot be is named
+(`http.body-not-decoded`, `http.body-decode-failed`, `http.body-inflate-limit`) as a reply not read.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ from ...model import (
     TransportKind,
 )
 from ...model.jsonrpc import decode_text
+from ..http.encoding import DecodeProblem, decoder_for
 from ..http.http1 import MAX_BODY_BYTES
 from ..http.sse import DISPATCHED, SseEvent
+from ..inflate import DEFAULT_LIMITS
 from .sessions import Build, Exchange, Sessions, WaitsFor
 
 MAX_HELD_PER_CONNECTION = 32 << 20
@@ -42,8 +46,10 @@ class Bodies:
     held on its connection past MAX_HELD_PER_CONNECTION, or in the capture past MAX_HELD_BYTES, is dropped
     and named (`capture.response-budget-exceeded`), so memory follows the budget, not what a peer leaves open."""
 
-    def __init__(self, sessions: Sessions) -> None:
+    def __init__(self, sessions: Sessions, max_ratio: float = DEFAULT_LIMITS.max_ratio) -> None:
         self.sessions = sessions
+        self.max_ratio = max_ratio
+        """How far an encoded body may inflate (`--max-inflate-ratio`)."""
         self.messages = 0
         """JSON-RPC messages seen (also unreadable MCP bodies): 0 at the end means "no MCP traffic"."""
         self.held = 0
@@ -88,13 +94,66 @@ class Bodies:
                 and message.method is None
             ):
                 ex.answered = True
-            build = _message(ts, origin, direction, message, ex.id, revision)
+            build = _message(ts, origin, direction, message, ex.id, revision, s.crossed)
             if sent is not None:
                 sent.append((build, message))
             else:
                 s.for_exchange(ex, build)
 
+    def encoded(self, ex: Exchange, coding: str | None) -> None:
+        """The response head names a Content-Encoding: the body read (JSON or SSE) is decoded as it comes,
+        or named at once as not read."""
+        if ex.sse is None and ex.body is None:
+            return  # a body that is not read anyway
+        ex.decoder = decoder_for(coding, self.max_ratio)
+        if ex.decoder is not None and ex.decoder.problem is not None:
+            self._undecoded(ex, ex.decoder.problem)
+
+    def decoded_request(self, ex: Exchange, body: bytes) -> bytes | None:
+        """A whole request body with a Content-Encoding, decoded; None (named) when it cannot be."""
+        decoder = decoder_for(ex.request_coding, self.max_ratio)
+        if decoder is None:
+            return body
+        out = bytearray()
+        for piece in decoder.feed(body):
+            out += piece
+            if len(out) > MAX_BODY_BYTES:
+                detail = f"{ex.id}: request body of more than {MAX_BODY_BYTES} decoded bytes skipped"
+                self.sessions.anomaly(ex.key, AnomalyName.HTTP_BODY_TOO_LARGE, detail + _NOT_JUDGED)
+                return None
+        decoder.finish()
+        if decoder.problem is not None:
+            detail = f"{ex.id}: request body: {decoder.problem.detail}"
+            self.sessions.anomaly(ex.key, decoder.problem.name, detail + _NOT_JUDGED)
+            return None
+        return bytes(out)
+
     def response_data(self, ex: Exchange, data: bytes) -> None:
+        decoder = ex.decoder
+        if decoder is None:
+            self._response_bytes(ex, data)
+            return
+        if ex.body is not None and ex.body_size > MAX_BODY_BYTES:
+            return  # too large already (named at its end): not inflated further
+        fresh = decoder.problem is None
+        for piece in decoder.feed(data):
+            self._response_bytes(ex, piece)
+            if ex.body is not None and ex.body_size > MAX_BODY_BYTES:
+                break
+        if fresh and decoder.problem is not None:
+            self._undecoded(ex, decoder.problem)
+
+    def _undecoded(self, ex: Exchange, problem: DecodeProblem) -> None:
+        """The response's bytes stop being decoded: named as a reply not read; what is held of it is let go."""
+        self._unread(ex, problem.name, f"{ex.id}: response body: {problem.detail}")
+        if ex.sse is not None:
+            ex.sse.finish()  # the event it stopped inside is part of what the anomaly names
+            self._hold(ex, 0)
+        else:
+            self._release(ex)
+
+    def _response_bytes(self, ex: Exchange, data: bytes) -> None:
+        """Response body bytes as sent (decoded, when the body is encoded)."""
         if ex.sse is not None:
             for event in ex.sse.feed(data):
                 self._sse_event(ex, event)
@@ -119,11 +178,18 @@ class Bodies:
         """A complete `application/json` response body: its messages, or why they are not read."""
         if ex.body is None:
             return
-        if ex.body_size > MAX_BODY_BYTES:
+        too_large = ex.body_size > MAX_BODY_BYTES
+        if ex.decoder is not None and not too_large:
+            ex.decoder.finish()
+            if ex.decoder.problem is not None:
+                self._undecoded(ex, ex.decoder.problem)
+                return
+        if too_large:
+            size = f"more than {MAX_BODY_BYTES} decoded" if ex.decoder is not None else str(ex.body_size)
             self._unread(
                 ex,
                 AnomalyName.HTTP_BODY_TOO_LARGE,
-                f"{ex.id}: response body of {ex.body_size} bytes; only {MAX_BODY_BYTES} read",
+                f"{ex.id}: response body of {size} bytes; only {MAX_BODY_BYTES} read",
             )
         elif ex.body:
             self.json(ex, bytes(ex.body), Direction.S2C, "response body")
@@ -135,10 +201,13 @@ class Bodies:
         if ex.body is None or ex.status == 0:
             return
         declared = f" of the {ex.content_length} announced" if ex.content_length is not None else ""
+        came = f"{ex.body_size}{declared} response body bytes"
+        if ex.decoder is not None:  # Content-Length counts the encoded bytes
+            came = f"{ex.body_size} response body bytes (decoded from {ex.decoder.compressed}{declared} encoded)"
         body = bytes(ex.body)
         self._release(ex)
         decoded = decode_text(body) if body and ex.body_size <= MAX_BODY_BYTES else None
-        detail = f"{ex.id}: {how} after {ex.body_size}{declared} response body bytes"
+        detail = f"{ex.id}: {how} after {came}"
         if decoded is not None and decoded.messages:
             s = self.sessions
             s.anomaly(
@@ -260,6 +329,9 @@ class Bodies:
         s.for_exchange(ex, lambda seq, key: Anomaly(seq, ts, origin, key, name, detail, request_id, method))
 
 
+_NOT_JUDGED = "; replies on this exchange are not judged either"
+
+
 def _put(table: dict[Any, int], key: Any, value: int) -> None:
     """Set a count, leaving zeros out (tables stay as small as what is held)."""
     if value:
@@ -273,6 +345,12 @@ def _problem(ts: float | None, origin: Origin, name: AnomalyName, detail: str) -
 
 
 def _message(
-    ts: float | None, origin: Origin, direction: Direction, message: Message, stream: str, revision: Revision | None
+    ts: float | None,
+    origin: Origin,
+    direction: Direction,
+    message: Message,
+    stream: str,
+    revision: Revision | None,
+    crossed: bool,
 ) -> Build:
-    return lambda seq, key: MessageEvent(seq, ts, origin, key, direction, message, stream, revision)
+    return lambda seq, key: MessageEvent(seq, ts, origin, key, direction, message, stream, revision, crossed)

@@ -52,7 +52,11 @@ class Conn:
     last: Exchange | None = None
     """The exchange server bytes after a reset are charged to."""
     reset: bool = False
-    """An RST ended the connection: later server bytes are only counted (SERVER_BYTES)."""
+    """An RST ended the connection: later server bytes are only counted (SERVER_BYTES), unless it was the
+    client's (`reset_by_client`)."""
+    reset_by_client: bool = False
+    """The client's RST ended it: server bytes captured after it left before it reached the server (a TCP
+    that has taken a RST sends nothing more), so they are read, as crossing the close."""
     reported: set[tuple[AnomalyName, bool]] = field(default_factory=set)
     """(anomaly, from_client) said once per direction already: overlap conflicts, data after FIN."""
 

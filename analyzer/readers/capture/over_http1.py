@@ -34,6 +34,7 @@ from ..http.http1 import (
 from ..http.http2 import Http2Connection, looks_http2, looks_http2_server
 from ..http.http2_joined import JoinedHttp2Connection
 from ..http.sse import SseParser
+from ..inflate import DEFAULT_LIMITS
 from .bodies import Bodies
 from .conn import Conn
 from .over_http2 import Http2Capture
@@ -59,9 +60,9 @@ def looks_http_server(data: bytes, server_port: int, http_ports: tuple[int, ...]
 class HttpCapture:
     """The HTTP side of every connection of one capture."""
 
-    def __init__(self, sessions: Sessions) -> None:
+    def __init__(self, sessions: Sessions, max_ratio: float = DEFAULT_LIMITS.max_ratio) -> None:
         self.sessions = sessions
-        self.bodies = Bodies(sessions)
+        self.bodies = Bodies(sessions, max_ratio)
         self.h2 = Http2Capture(self)
 
     # -- TCP ---------------------------------------------------------------------------------------
@@ -69,7 +70,13 @@ class HttpCapture:
     def tcp(self, conn: Conn, events: list[TcpEvent]) -> None:
         for event in events:
             if type(event) is Delivered:  # by far the most common: tested first, without isinstance
-                self.bytes(conn, event.from_client, event.data)
+                if event.from_client or not (conn.tcp.up.fin or conn.reset_by_client or conn.h2 is not None):
+                    self.bytes(conn, event.from_client, event.data)  # no close of the client's to cross
+                    continue
+                self.sessions.crossed = conn.reset_by_client or conn.tcp.before_client_fin(event.acked)
+                self.sessions.acked = event.acked
+                self.bytes(conn, False, event.data)
+                self.sessions.crossed, self.sessions.acked = False, None
             elif isinstance(event, WindowZero):
                 self._window_zero(conn)
             elif isinstance(event, Lost):
@@ -88,7 +95,7 @@ class HttpCapture:
     def bytes(self, conn: Conn, from_client: bool, data: bytes) -> None:
         if (conn.tcp.up if from_client else conn.tcp.down).gap:
             return
-        if conn.reset:
+        if conn.reset and (from_client or not conn.reset_by_client):
             if not from_client and conn.last is not None:
                 self.server_bytes(conn.last, len(data), "after the connection was reset")
             return
@@ -104,7 +111,7 @@ class HttpCapture:
             self.http_events(conn, conn.http.feed_client(data))
             return
         ex = conn.current()
-        if ex is not None and ex.client_closed:
+        if ex is not None and ex.client_closed and not self.sessions.crossed:
             only_end = data.strip() == b"0"  # just the chunked terminator: no event
             if not only_end:  # the terminator ends the response already sent (its CLOSED_BY_SERVER): no write
                 self.server_bytes(ex, len(data), "after the client closed the exchange")
@@ -113,6 +120,9 @@ class HttpCapture:
     def finish(self, conn: Conn) -> None:
         """The capture ended: what is still open on the connection ends with the recording."""
         self.tcp(conn, conn.tcp.finish())
+        if conn.reset_by_client and conn.h2 is None:
+            self._end_reset(conn)  # the client's reset ended it: what the server sent before it is read
+            return
         for n in conn.open_numbers():
             ex = conn.exchanges.get(n)
             if ex is None:
@@ -183,6 +193,15 @@ class HttpCapture:
             return
         kind = TransportKind.RESET_BY_CLIENT if from_client else TransportKind.RESET_BY_SERVER
         self.sessions.transport(ex, kind, "TCP RST " + ex.stage())
+        if from_client:  # segments the server sent before the RST reached it may still be captured: read them
+            conn.reset_by_client = True
+            for open_ex in conn.exchanges.values():
+                open_ex.client_closed = True
+            return
+        self._end_reset(conn)
+
+    def _end_reset(self, conn: Conn) -> None:
+        """A reset connection: every exchange still open on it ends, its response cut."""
         for open_ex in list(conn.exchanges.values()):
             self.sessions.settle(open_ex)
             self.bodies.partial(open_ex)
@@ -266,6 +285,7 @@ class HttpCapture:
             client=conn.tcp.client,
             server=conn.tcp.server,
             http2=event.http_version == "2",
+            request_coding=header(event.headers, "content-encoding"),
         )
         conn.exchanges[event.exchange] = ex
         conn.last = ex
@@ -289,10 +309,7 @@ class HttpCapture:
                 s.resolve(ex, None)
             return
         if event.truncated:
-            self.bodies.messages += 1  # an MCP body, too large to read: the capture does hold MCP traffic
-            ex.request_unread = True
-            if ex.waits_for is WaitsFor.NOTHING:
-                s.resolve(ex, None)
+            self._request_unread(ex)
             s.anomaly(
                 ex.key,
                 AnomalyName.HTTP_BODY_TOO_LARGE,
@@ -300,7 +317,11 @@ class HttpCapture:
                 "replies on this exchange are not judged either",
             )
             return
-        decoded = decode_text(event.body)
+        body = self.bodies.decoded_request(ex, event.body) if ex.request_coding else event.body
+        if body is None:  # an encoded body not read (named): as one too large to read
+            self._request_unread(ex)
+            return
+        decoded = decode_text(body)
         if decoded is not None and len(decoded.messages) == 1 and not decoded.batch:
             ex.request_id, ex.request_method = decoded.messages[0].id, decoded.messages[0].method
         if ex.key is None:
@@ -309,8 +330,15 @@ class HttpCapture:
             elif ex.waits_for is WaitsFor.NOTHING:
                 s.resolve(ex, None)
         sent: list[tuple[Build, Message]] = []
-        self.bodies.json(ex, event.body, Direction.C2S, "request body", sent)
+        self.bodies.json(ex, body, Direction.C2S, "request body", sent)
         s.request_body(ex, sent)
+
+    def _request_unread(self, ex: Exchange) -> None:
+        """A request body that is not read (too large, or encoded unreadably): its replies are not judged."""
+        self.bodies.messages += 1  # an MCP body all the same: the capture does hold MCP traffic
+        ex.request_unread = True
+        if ex.waits_for is WaitsFor.NOTHING:
+            self.sessions.resolve(ex, None)
 
     def _response_head(self, ex: Exchange, event: ResponseHead) -> None:
         ex.status = event.status
@@ -340,6 +368,9 @@ class HttpCapture:
             ex.body = bytearray()
             length = (header(event.headers, "content-length") or "").strip()
             ex.content_length = int(length) if length.isdigit() and len(length) < 20 else None
+        coding = header(event.headers, "content-encoding")
+        if coding is not None:
+            self.bodies.encoded(ex, coding)
 
     def _response_end(self, conn: Conn, ex: Exchange, event: ResponseEnd) -> None:
         conn.exchanges.pop(ex.number, None)

@@ -27,6 +27,7 @@ from ..http.http2 import Http2Connection
 from ..http.http2_events import Flood, GoAway, H2Event, Joined, StreamError, StreamReset, WindowExhausted
 from .conn import Conn, HttpSide
 from .sessions import Exchange
+from .tcp import seq_before
 
 
 class Http2Capture:
@@ -99,13 +100,28 @@ class Http2Capture:
             elif isinstance(event, WindowExhausted):
                 self._flush(conn, common)
                 self._stalled(conn, event)
+            elif isinstance(event, ResponseData) and self._crossed_reset(conn, event):
+                self._flush(conn, common)
+                self.sessions.crossed, crossed = True, self.sessions.crossed
+                self.http.http_events(conn, [event])
+                self.sessions.crossed = crossed
             else:
                 if isinstance(event, ResponseData):
                     ex = conn.exchanges.get(event.exchange)
-                    if ex is not None and ex.client_closed:
+                    if ex is not None and ex.client_closed and not self.sessions.crossed:
                         self.http.server_bytes(ex, len(event.data), "on the stream after the client closed it")
                 common.append(event)
         self._flush(conn, common)
+
+    def _crossed_reset(self, conn: Conn, event: ResponseData) -> bool:
+        """DATA the server sent on a stream before the client's RST_STREAM of it reached the server: the
+        segment's acknowledgement does not cover the client's bytes up to the reset (RFC 9113 6.4: the
+        sender of RST_STREAM must be prepared for frames the peer sent before receiving it)."""
+        ex = conn.exchanges.get(event.exchange)
+        acked = self.sessions.acked
+        if ex is None or ex.client_closed_at is None or acked is None:
+            return False
+        return seq_before(acked, ex.client_closed_at)
 
     def _flush(self, conn: Conn, common: list[HttpEvent]) -> None:
         """Heads, bodies and ends go through the HTTP/1.1 path, in order."""
@@ -153,6 +169,8 @@ class Http2Capture:
         if event.from_client:
             if not ex.client_closed:
                 self.sessions.transport(ex, TransportKind.RESET_BY_CLIENT, what)
+                # the client's bytes delivered so far end with the segment that carried the reset
+                ex.client_closed_at = conn.tcp.up.next
             ex.client_closed = True
         else:
             self._cut(conn, ex, TransportKind.RESET_BY_SERVER, what, "the server reset the stream", None)

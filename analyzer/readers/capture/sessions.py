@@ -44,6 +44,7 @@ from ...model import (
     Vantage,
 )
 from ..http.delivery import Delivery, answers, delivered, of_status, undelivered
+from ..http.encoding import BodyDecoder
 from ..http.http1 import MAX_BODY_BYTES
 from ..http.sse import SseEvent, SseParser
 
@@ -89,11 +90,19 @@ class Exchange:
     body: bytearray | None = None
     """An `application/json` response body being received (None for other bodies, or once read)."""
     body_size: int = 0
+    """Response body bytes read so far (decoded, when `decoder` is set)."""
+    decoder: BodyDecoder | None = None
+    """The response's Content-Encoding being undone (`encoding`); None for a body sent as it is."""
+    request_coding: str | None = None
+    """The request's Content-Encoding, if it had one."""
     content_length: int | None = None
     """The response's Content-Length, when it had a valid one."""
     request_id: RequestId | None = None
     request_method: str | None = None
     client_closed: bool = False
+    client_closed_at: int | None = None
+    """Where the client's RST_STREAM of it ended in the client's byte stream (TCP sequence number): a server
+    segment acknowledging less was sent before the server had it (RFC 9113 6.4)."""
     last_server_bytes_frame: int = 0
     answered: bool = False
     """A JSON-RPC response to this exchange's request went by (the HTTP body may still be open)."""
@@ -154,6 +163,10 @@ class Sessions:
         self.frame = 0
         """The frame being read (the origin of what it completes)."""
         self.ts: float | None = None
+        self.crossed = False
+        """The server bytes being read left before the client's close reached the server (`MessageEvent.crossed`)."""
+        self.acked: int | None = None
+        """The acknowledgement the server bytes being read first left with (`tcp.Delivered.acked`)."""
         self._started: set[str] = set()
         self._legacy: dict[str, str] = {}
         """Session id (or endpoint URI) from a legacy `endpoint` event → session key."""

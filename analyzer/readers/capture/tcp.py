@@ -41,6 +41,9 @@ MAX_HELD_SEGMENTS = 256
 MAX_HELD_BYTES = 4 << 20
 MAX_HISTORY_BYTES = 256 << 10
 """Delivered bytes kept per direction to compare retransmissions with (a few windows' worth)."""
+MAX_FIRST_ACKS = 1024
+"""Segments per direction whose acknowledgement is kept until their bytes are delivered (the oldest go first:
+their bytes then carry a later segment's acknowledgement, which can only say they crossed less)."""
 
 Endpoint = tuple[str, int]
 
@@ -49,6 +52,11 @@ Endpoint = tuple[str, int]
 class Delivered:
     from_client: bool
     data: bytes
+    acked: int | None = field(default=None, compare=False)
+    """The peer's sequence number the sender's TCP had acknowledged when it first sent these bytes: the
+    acknowledgement of the earliest captured segment holding them or later bytes (TCP sends in order, so
+    bytes behind a segment were written before it, even when they are captured only as a retransmission
+    after it). None when no captured segment acknowledged anything."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,11 +136,39 @@ class Reassembly:
     history: deque[tuple[int, bytes, int]] = field(default_factory=deque)
     """The last delivered segments (seq, bytes, frame), at most `MAX_HISTORY_BYTES`."""
     history_bytes: int = 0
+    first_acks: list[tuple[int, int]] = field(default_factory=list)
+    """(end, ack) of each captured segment that reached past every byte captured before it, oldest first:
+    the acknowledgement the sender's TCP sent with bytes up to `end` when they first left it (bounded by
+    `MAX_FIRST_ACKS`; bytes delivered are dropped from it)."""
 
     @property
     def waiting(self) -> bool:
         """Something waits for missing bytes: held segments, or a FIN with a hole before it."""
         return bool(self.held) or (self.fin and not self.closed)
+
+    def note_sent(self, seq: int, size: int, ack: int) -> None:
+        """A captured segment of SIZE bytes at SEQ carrying acknowledgement ACK: remembered when it reaches
+        past everything captured before it (a retransmission tells nothing of when its bytes were written)."""
+        end = (seq + size) & 0xFFFFFFFF
+        acks = self.first_acks
+        if acks and _seqdiff(end, acks[-1][0]) <= 0:
+            return
+        if self.next is not None and not acks and _seqdiff(end, self.next) <= 0:
+            return
+        acks.append((end, ack))
+        if len(acks) > MAX_FIRST_ACKS:
+            del acks[0]
+
+    def _acked(self, end: int) -> int | None:
+        """The acknowledgement sent with the first segment that held the byte before END (see `Delivered`);
+        bytes are delivered in order, so segments ending before END serve no later bytes."""
+        acks = self.first_acks
+        drop = 0
+        while drop < len(acks) and _seqdiff(acks[drop][0], end) < 0:
+            drop += 1
+        if drop:
+            del acks[:drop]
+        return acks[0][1] if acks else None
 
     def accept(self, seq: int, data: bytes, frame: int, out: list[TcpEvent]) -> None:
         """Take one segment's payload."""
@@ -187,8 +223,9 @@ class Reassembly:
     # -- internals ---------------------------------------------------------------------------------
 
     def _push(self, seq: int, data: bytes, frame: int, out: list[TcpEvent]) -> None:
-        out.append(Delivered(self.from_client, data))
-        self.next = (seq + len(data)) & 0xFFFFFFFF
+        end = (seq + len(data)) & 0xFFFFFFFF
+        out.append(Delivered(self.from_client, data, self._acked(end) if self.first_acks else None))
+        self.next = end
         history = self.history
         history.append((seq, data, frame))
         self.history_bytes += len(data)
@@ -289,6 +326,8 @@ class TcpConnection:
         if flags & SYN:
             flow.next = (f.seq + 1) & 0xFFFFFFFF
         if payload:
+            if not from_client and flags & ACK:  # only the server's acknowledgements place a client's close
+                flow.note_sent(f.seq, len(payload), f.ack)
             flow.accept(f.seq, payload, f.number, out)
         if flags & FIN:
             fin_seq = (f.seq + max(f.length, len(f.payload))) & 0xFFFFFFFF
@@ -300,12 +339,23 @@ class TcpConnection:
             out.append(Reset(from_client))
         return out
 
+    def before_client_fin(self, acked: int | None) -> bool:
+        """Server bytes sent with acknowledgement ACKED left before the server's TCP had the client's FIN
+        (a TCP acknowledges everything it holds in every segment it sends): they crossed the close."""
+        up = self.up
+        return up.fin and acked is not None and seq_before(acked, (up.fin_seq + 1) & 0xFFFFFFFF)
+
     def finish(self) -> list[TcpEvent]:
         """The end of the capture: give up on every hole still waiting to be filled."""
         out: list[TcpEvent] = []
         self.up.skip_gap(out)
         self.down.skip_gap(out)
         return out
+
+
+def seq_before(a: int, b: int) -> bool:
+    """Sequence number A comes before B (modulo 2**32, as TCP compares them)."""
+    return _seqdiff(a, b) < 0
 
 
 def _seqdiff(a: int, b: int) -> int:

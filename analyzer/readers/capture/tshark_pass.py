@@ -48,7 +48,7 @@ class CapturePass:
         self.tshark = tshark
         self.path = path
         self.sessions = Sessions(source.name, options.session_vantage(Vantage.WIRE))
-        self.http = HttpCapture(self.sessions)
+        self.http = HttpCapture(self.sessions, options.inflate.max_ratio)
         self.conns: dict[int, Conn] = {}
         self.frames = 0
         self.http_conns = 0

@@ -85,7 +85,8 @@ def exchange_events(ex: HarExchange, origin: Origin, source: str) -> EntryEvents
     if not (request_rpc or response_rpc or ex.header("mcp-session-id")):
         return None
     build = _Builder(ex, origin)
-    unrecorded = bool(ex.status) and ex.status not in _NO_BODY and _not_recorded(ex)
+    aborted = ex.abandoned and ex.status > 0 and ex.response_body is None
+    unrecorded = bool(ex.status) and ex.status not in _NO_BODY and not aborted and _not_recorded(ex)
     requests = _request(build, unrecorded)
     first = next((m for m in requests if m.kind is MessageKind.REQUEST), None)
     request_id, method = (first.id, first.method) if first is not None else (None, None)
@@ -103,6 +104,9 @@ def exchange_events(ex: HarExchange, origin: Origin, source: str) -> EntryEvents
         build.timed.append(
             (ex.ended, build.anomaly(AnomalyName.HAR_BODY_NOT_RECORDED, what, ex.ended, request_id, method))
         )
+        return EntryEvents(key, build.timed, legacy=False)
+    if aborted:
+        _aborted(build, sse, request_id, method)
         return EntryEvents(key, build.timed, legacy=False)
     if ex.status >= 400 and ex.method == "POST":
         what = f"{build.name}: HTTP {ex.status} to POST {ex.url}"
@@ -170,8 +174,25 @@ def _request(build: _Builder, unrecorded: bool) -> list[Message]:
 
 
 def _not_recorded(ex: HarExchange) -> bool:
-    """A response with a body the HAR did not keep (no text, or an empty text for a non-empty body)."""
-    return ex.response_body is None or (not ex.response_body and ex.response_size > 0)
+    """A response with a body the HAR did not keep (no text for a body not known to be empty, or an empty text
+    for a non-empty body)."""
+    return (ex.response_body is None and ex.response_size != 0) or (not ex.response_body and ex.response_size > 0)
+
+
+def _aborted(build: _Builder, sse: bool, request_id: RequestId | None, method: str | None) -> None:
+    """The client aborted the fetch after the response head (the HAR keeps no body): the stream opened, what
+    came on it is not kept (a reply may be among it), and the client closed it."""
+    ex = build.ex
+    if sse:
+        build.transport(TransportKind.STREAM_OPENED, ex.first_byte, f"{ex.method} {ex.url}")
+    if ex.response_size != 0:
+        came = f"{ex.response_size} bytes" if ex.response_size > 0 else "bytes"
+        what = f"{build.name}: {came} of the response came before the client aborted the fetch; the HAR keeps none"
+        anomaly = build.anomaly(
+            AnomalyName.HAR_BODY_NOT_RECORDED, what, ex.ended, request_id, method, Side.CLIENT, reply_unread=True
+        )
+        build.timed.append((ex.ended, anomaly))
+    build.timed.append(_no_response(build, request_id, method))
 
 
 def _stream(build: _Builder, body: str) -> None:
@@ -216,7 +237,10 @@ def _no_response(build: _Builder, request_id: RequestId | None, method: str | No
     if ex.abandoned:
         ts = ex.ended if ex.response_timed else None
         when = "" if ts is not None else "; when is not recorded"
-        detail = f"{build.name}: the HAR records {ex.error!r}: the client gave up on the request{when}"
+        said = (
+            f"records {ex.error!r}" if ex.error else "keeps the response head and no body of a load that never finished"
+        )
+        detail = f"{build.name}: the HAR {said}: the client gave up on the request{when}"
         stream = build.stream
         origin = build.origin
         make: Make = lambda seq, key: TransportEvent(  # noqa: E731
@@ -295,6 +319,10 @@ class _Builder:
         request_id: RequestId | None = None,
         method: str | None = None,
         requester: Side | None = None,
+        *,
+        reply_unread: bool = False,
     ) -> Make:
         origin = self.origin
-        return lambda seq, key: Anomaly(seq, ts, origin, key, name, detail, request_id, method, requester=requester)
+        return lambda seq, key: Anomaly(
+            seq, ts, origin, key, name, detail, request_id, method, requester=requester, reply_unread=reply_unread
+        )

@@ -11,8 +11,11 @@ the end of `send`, a JSON reply at the first response byte. A HAR keeps a finish
 when each event arrived: every event but the last is placed at the first response byte (the earliest
 it can have come), the last at the response's end (where the stream ended after it). Events of all
 entries are put in time order (entries are written in the order they finished, by mitmproxy, or
-started, by browsers) in a heap of at most `MAX_REORDER` events and the events of `MAX_REORDER_BYTES`
-of entries, so memory stays bounded whatever the file's size.
+started, by browsers) in a heap: an event leaves it once no entry still to come can start before it
+(`bounds`: what the file proves), or, past `MAX_REORDER` events or the events of `MAX_REORDER_BYTES`
+of entries, the earliest is let go so memory stays bounded whatever the file's size. An entry that then
+starts before events already let go is out of the order the file proves: it is named
+(`har.entry-out-of-order`, inferred, with how far), and its messages come after those events.
 
 What a HAR cannot show, and is therefore not judged (`UNRECORDED`, reported by the engine): stream
 resets, a client that stops reading, and bytes written after the client left (the recorder drops
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -34,10 +38,11 @@ import orjson
 from ...errors import InputError
 from ...model import Anomaly, AnomalyName, EntryKind, Event, Origin, SessionStart, Transport, Vantage
 from ..base import ReadOptions
-from ..source import InputSource
+from ..source import InputSource, InputStream, Seekable
 from ..text.hostlog import MAX_SESSIONS
 from .entry import EntryProblem, HarExchange, parse
 from .entry_events import LEGACY_UNRECORDED, Make, exchange_events
+from .order import EntryIndex
 from .scan import HarSyntaxError, Part, Piece, Scanner
 
 MAX_REORDER = 100_000
@@ -88,6 +93,10 @@ class HarReader:
         return _SNIFF.match(head) is not None
 
     def read(self, source: InputSource, options: ReadOptions) -> Iterator[Event]:
+        with source.seekable() as plain:
+            if plain is not None:
+                yield from self._by_start(source, options, *plain)
+                return
         events = HarEvents(source.name, options)
         with source.open_binary(options.inflate) as stream:
             scanner = Scanner(stream)
@@ -95,16 +104,55 @@ class HarReader:
                 for piece in scanner.pieces():
                     yield from events.piece(piece)
             except HarSyntaxError as exc:
-                if not scanner.seen_entries:
-                    raise InputError(
-                        source.name, f"not a readable HAR file: {exc}", "check that it is a whole HAR 1.2 export"
-                    ) from None
+                _not_har(source, scanner, exc)
                 yield from events.broken(exc)
-            if not scanner.seen_entries:
-                raise InputError(source.name, "no log.entries array: not a HAR 1.2 file")
+            _not_har(source, scanner, None)
             yield from events.finish(scanner.entries)
             if stream.problem is not None:  # a damaged or capped .gz: why the file ended early
                 yield events.anomaly(scanner.line, stream.problem.name, stream.problem.detail)
+
+    def _by_start(self, source: InputSource, options: ReadOptions, raw: Seekable, base: int) -> Iterator[Event]:
+        """A HAR on disk, its entries read in the order they started (`order`)."""
+        events = HarEvents(source.name, options)
+        index = EntryIndex()
+        raw.seek(base)
+        scanner = Scanner(InputStream(source.name, raw))  # a read error names the input
+        broken: HarSyntaxError | None = None
+        try:
+            for piece in scanner.pieces():
+                if piece.part is Part.ENTRY and piece.data is not None:
+                    index.add(piece)
+                else:
+                    yield from events.piece(piece)  # the creator, or an entry that is no entry (named)
+        except HarSyntaxError as exc:
+            _not_har(source, scanner, exc)
+            broken = exc
+        _not_har(source, scanner, None)
+        order = index.by_start()
+        for n, at in enumerate(order):
+            data = _read_at(source, raw, base + index.offsets[at], index.sizes[at])
+            yield from events.piece(Piece(Part.ENTRY, index.numbers[at], index.lines[at], index.offsets[at], data))
+            yield from events.release(index.next_start(order, n))
+        if broken is not None:
+            yield from events.broken(broken)
+        yield from events.finish(scanner.entries)
+
+
+def _read_at(source: InputSource, raw: Seekable, offset: int, size: int) -> bytes:
+    try:
+        raw.seek(offset)
+        return raw.read(size)
+    except OSError as exc:
+        raise InputError(source.name, f"cannot read: {exc.strerror or exc}") from exc
+
+
+def _not_har(source: InputSource, scanner: Scanner, exc: HarSyntaxError | None) -> None:
+    """No `log.entries` array was found (by the error `exc`, or by the end of the file): not a HAR."""
+    if scanner.seen_entries:
+        return
+    if exc is not None:
+        raise InputError(source.name, f"not a readable HAR file: {exc}", "check that it is a whole HAR 1.2 export")
+    raise InputError(source.name, "no log.entries array: not a HAR 1.2 file")
 
 
 class HarEvents:
@@ -113,6 +161,10 @@ class HarEvents:
     def __init__(self, source: str, options: ReadOptions) -> None:
         self.source = source
         self.options = options
+        self._let_go = -math.inf
+        """The latest time of an event let go so far."""
+        self._forced = False
+        """The reorder buffer was full: an event was let go before the file proved its order."""
         self.vantage = options.session_vantage(Vantage.UNKNOWN)
         self.seq = 0
         self.mcp = 0
@@ -153,6 +205,9 @@ class HarEvents:
         if entry.legacy:
             self._legacy.add(entry.key)  # bounded: a key is added once, and keys are capped at MAX_SESSIONS
         weight = len(piece.data) // max(1, len(entry.timed))
+        earliest = min((ts for ts, _ in entry.timed), default=math.inf)
+        if earliest < self._let_go:
+            yield from self._hold(self._out_of_order(exchange.index, earliest, entry.key, origin))
         for ts, make in entry.timed:
             yield from self._hold(_Queued(ts, exchange.index, self._next(), entry.key, origin, make, weight))
 
@@ -174,11 +229,35 @@ class HarEvents:
         self._order += 1
         return self._order
 
+    def release(self, until: float) -> Iterator[Event]:
+        """Every held event no later than `until`: no entry still to come starts before it (`order`)."""
+        while self._heap and self._heap[0].ts <= until:
+            yield from self._emit(heapq.heappop(self._heap))
+
     def _hold(self, item: _Queued) -> Iterator[Event]:
         heapq.heappush(self._heap, item)
         self._held_bytes += item.weight
         while len(self._heap) > MAX_REORDER or self._held_bytes > MAX_REORDER_BYTES:
+            self._forced = True
             yield from self._emit(heapq.heappop(self._heap))
+
+    def _out_of_order(self, index: int, earliest: float, key: str, origin: Origin) -> _Queued:
+        """An entry that starts before events already let go (the buffer was full, or the file was read in one
+        pass): named, never silently."""
+        gap = self._let_go - earliest
+        why = (
+            f"the reorder buffer let them go at its limit ({MAX_REORDER} events, or the events of "
+            f"{MAX_REORDER_BYTES >> 20} MiB of entries) before the file proved their order"
+            if self._forced
+            else "it names a later startedDateTime first (a key given twice), by which it was put in order"
+        )
+        detail = (
+            f"entry {index} starts {gap:.3f} s before events already read: {why}; its messages come after them, "
+            "so what their order says is inferred"
+        )
+        name = AnomalyName.HAR_ENTRY_OUT_OF_ORDER
+        make: Make = lambda seq, k: Anomaly(seq, earliest, origin, k, name, detail, gap=gap)  # noqa: E731
+        return _Queued(earliest, index, self._next(), key, origin, make, 0)
 
     def _drain(self) -> Iterator[Event]:
         while self._heap:
@@ -186,6 +265,7 @@ class HarEvents:
 
     def _emit(self, item: _Queued) -> Iterator[Event]:
         self._held_bytes -= item.weight
+        self._let_go = max(self._let_go, item.ts)
         key = item.key
         if key not in self._started:
             if len(self._started) >= MAX_SESSIONS:  # a HAR of a million Mcp-Session-Ids: bounded state

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Record the slow-link sample in sample_captures/slow-link/ (see its README.md): one real SDK stdio
+session recorded by two `cancelwire record` proxies with a slow link (scripts/peers/slow_link.py,
+60 ms each way) between them.
+
+    .venv/bin/python scripts/record_slow_link_samples.py [--out DIR] [--delay S] [--timeout S]
+
+    SDK client ─▶ cancelwire record (NAME.client-end.jsonl) ─▶ slow link ─▶
+                  cancelwire record (NAME.server-end.jsonl) ─▶ SDK server
+
+Both transcripts declare vantage `proxy` (what `cancelwire record` writes). The client lists the
+tools twice and adds once (the round trips the recordings measure), then calls `count_words`
+with one step (its result is written 0.5 s after the server reads the call) and a read timeout
+TIMEOUT seconds: the SDK client sends `notifications/cancelled` when it fires, which reaches the
+server DELAY seconds later, just after the result was written. Both peers are the official MCP Python
+SDK (`mcp`), on stdio. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import anyio
+
+REPO = Path(__file__).resolve().parent.parent
+PEERS = REPO / "scripts" / "peers"
+sys.path.insert(0, str(REPO / "scripts"))
+
+from record_samples import SDK_SERVER, call_timing_out, child_env, recorder  # noqa: E402
+
+NAME = "sdk-stdio-result-crosses-cancel"
+DELAY = 0.06
+TIMEOUT = 0.527
+"""Seconds after the call the client times out: the tool's 0.5 s, plus a little less than the time
+the cancel then takes to reach the server, so the result is written just before the cancel arrives."""
+
+
+async def record(out: Path, delay: float, timeout: float) -> None:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    command = [
+        *recorder(out / f"{NAME}.client-end.jsonl"),
+        sys.executable,
+        str(PEERS / "slow_link.py"),
+        "--delay",
+        str(delay),
+        "--",
+        *recorder(out / f"{NAME}.server-end.jsonl"),
+        sys.executable,
+        SDK_SERVER,
+    ]
+    params = StdioServerParameters(command=command[0], args=command[1:], env=child_env(), cwd=str(REPO))
+    with anyio.fail_after(30):
+        async with Client(params, cache=None) as client:
+            await client.list_tools()
+            await client.list_tools()
+            await client.call_tool("add", {"a": 2, "b": 3})
+            await call_timing_out(client, "count_words", {"text": "a b c", "steps": 1}, timeout)
+            await anyio.sleep(1.0)
+            await client.call_tool("add", {"a": 3, "b": 4})
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=REPO / "sample_captures" / "slow-link")
+    parser.add_argument("--delay", type=float, default=DELAY)
+    parser.add_argument("--timeout", type=float, default=TIMEOUT)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    anyio.run(record, args.out, args.delay, args.timeout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
