@@ -13,6 +13,7 @@ connection) and HTTP/1.1 text. Checksums are left zero (tshark does not check th
     .venv/bin/python scripts/synth_capture.py h2-goaway-processed OUT
     .venv/bin/python scripts/synth_capture.py h1-sse-event OUT --event TYPE
     .venv/bin/python scripts/synth_capture.py h1-encoded OUT --coding gzip|zstd|bomb|damaged
+    .venv/bin/python scripts/synth_capture.py h2-end-after-reset OUT [--end]
 
 `h2-bodies`: one connection, STREAMS tools/call POSTs answered `200 application/json`, their bodies of MIB
 MiB each sent round-robin in 16 KiB DATA frames (all in flight at once); with `--end` each body ends as
@@ -33,6 +34,11 @@ result of tools/call id 2 a Content-Length `application/json` body with a Conten
 gzip, what GZipMiddleware writes), `zstd` (Debian's /usr/bin/zstd: a coding cancelwire does not read), `bomb`
 (gzip -9 of the result followed by 32 MiB of spaces, which JSON allows: 33 KB inflating to 32 MiB) or
 `damaged` (the gzip result with a byte of its deflate data flipped).
+`h2-end-after-reset` (a HAND-WRITTEN flow): 2026-07-28, tools/call id 1 on stream 1 answered as
+`text/event-stream` with one progress event; the client resets stream 1 (RST_STREAM CANCEL, the cancel);
+after the reset reached it, the server sends an empty DATA frame with END_STREAM on the stream (the end of
+the response, no payload); with `--end` it sends the call's result in that frame instead (a write: the
+nearest miss, which must fire). Both connection ends are `h2` state machines.
 """
 
 from __future__ import annotations
@@ -304,9 +310,39 @@ def h2_goaway(out: Path, last_stream: int) -> None:
     cap.close()
 
 
+def h2_end_after_reset(out: Path, result: bool) -> None:
+    cap = Pcapng(out)
+    pair = H2Pair(cap, 40000)
+    version = "2026-07-28"
+    params = {"name": "export", "arguments": {}, "_meta": {"progressToken": 1, "protocolVersion": version}}
+    headers = [(":method", "POST"), (":authority", "127.0.0.2:8000"), (":scheme", "http"), (":path", "/mcp")]
+    headers += [("content-type", "application/json"), ("accept", "application/json, text/event-stream")]
+    headers += [("mcp-protocol-version", version), ("mcp-method", "tools/call"), ("mcp-name", "export")]
+    pair.client.send_headers(1, headers)
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+    pair.client.send_data(1, json.dumps(message).encode(), end_stream=True)
+    pair.flush()
+    pair.server.send_headers(1, [(":status", "200"), ("content-type", "text/event-stream")])
+    progress = {"progressToken": 1, "progress": 1, "total": 3}
+    note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": progress}
+    pair.server.send_data(1, f"data: {json.dumps(note)}\n\n".encode())
+    pair.flush()
+    pair.client.reset_stream(1, error_code=8)  # CANCEL
+    reset = pair.client.data_to_send()
+    pair.tcp.send(True, reset)
+    # the server's frame is made before its h2 state machine reads the reset (h2 refuses a closed stream),
+    # but it goes on the wire after the reset arrived: its ack covers the reset
+    done = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "exported"}]}}
+    pair.server.send_data(1, f"data: {json.dumps(done)}\n\n".encode() if result else b"", end_stream=True)
+    pair.tcp.send(False, pair.server.data_to_send())
+    pair.close()
+    cap.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     kinds = ["h2-bodies", "h2-sse", "h1-bodies", "h2-goaway", "h2-goaway-processed", "h1-sse-event", "h1-encoded"]
+    kinds.append("h2-end-after-reset")
     ap.add_argument("kind", choices=kinds)
     ap.add_argument("out", type=Path)
     ap.add_argument("count", type=int, nargs="?", default=0)
@@ -319,6 +355,8 @@ def main() -> None:
         h1_sse_event(args.out, "message", args.coding)
     elif args.kind == "h1-sse-event":
         h1_sse_event(args.out, args.event)
+    elif args.kind == "h2-end-after-reset":
+        h2_end_after_reset(args.out, args.end)
     elif args.kind.startswith("h2-goaway"):
         h2_goaway(args.out, 5 if args.kind == "h2-goaway-processed" else 1)
     elif args.kind.startswith("h2-"):

@@ -3,7 +3,9 @@ every rule enabled, and the nearest reverse cases, made from the same samples.
 
 Issue 18: a reply that says it was cancelled is written after the cancel (class 1); a stream rule
 judges the stream that carried the request's response (class 2); a read that failed verified nothing
-(class 6)."""
+(class 6). The Go client closes the call's stream and POSTs its cancel (0.15 to 0.4 ms apart): under
+2025-11-25 that is the revision's mechanism, no cancel-mechanism-mismatch; and write-after-disconnect
+is in force only under 2026-07-28, where the close is the cancel, and never for the response's end."""
 
 from __future__ import annotations
 
@@ -11,15 +13,16 @@ import json
 from pathlib import Path
 
 import pytest
-from cancelwire.run.pipeline import audit
+from cancelwire.rebuild.reconstruct import ReconstructOptions
+from cancelwire.run.pipeline import AuditOptions, audit
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_captures" / "gosdk"
 
 Verdict = tuple[set[tuple[str, object, str, str, tuple[int | None, ...]]], list[tuple[object, str, str]]]
 
 
-def _verdicts(path: Path) -> Verdict:
-    result = audit([str(path)])
+def _verdicts(path: Path, protocol: str | None = None) -> Verdict:
+    result = audit([str(path)], AuditOptions(reconstruct=ReconstructOptions(protocol=protocol)))
     assert all(i.error is None for i in result.inputs)
     findings = {
         (f.rule, f.request_id, f.severity.value, f.certainty.value, tuple(o.frame or o.line for o in f.evidence))
@@ -28,8 +31,8 @@ def _verdicts(path: Path) -> Verdict:
     return findings, [(c.request_id, c.outcome.value, c.certainty.value) for c in result.cancellations]
 
 
-# CW107 on every HTTP sample: the client closed the call's stream (a disconnect is no cancel in
-# 2025-11-25) and POSTed its cancel only after; CW201: the server's writes on the closed stream.
+# Every HTTP sample negotiates 2025-11-25: the client closed the call's stream and POSTed its cancel
+# (no CW107: the POST is the cancel there), and CW201 is not in force (a disconnect is no cancel).
 EXPECTED: dict[str, Verdict] = {
     # class 1: the `context canceled` result right after the cancel: written after it, exact
     "gosdk-stdio-cancel-slow-tool.jsonl": (
@@ -43,35 +46,25 @@ EXPECTED: dict[str, Verdict] = {
         [(4, "late-result-violation", "exact")],
     ),
     "gosdk-http-cancel-reply-after-close.pcapng": (
-        {
-            ("cancel-mechanism-mismatch", 4, "warning", "exact", (32,)),
-            ("write-after-disconnect", 4, "warning", "inferred", (32, 40)),
-            ("response-after-cancel", 4, "warning", "exact", (36, 40)),
-        },
+        {("response-after-cancel", 4, "warning", "exact", (36, 40))},
         [(4, "late-result-violation", "exact")],
     ),
     # class 6, reverse: no reply, and read_ledger succeeded (frame 44): verified by that read
     "gosdk-http-cancel-no-reply.pcapng": (
-        {
-            ("cancel-mechanism-mismatch", 4, "warning", "exact", (37,)),
-            ("write-after-disconnect", 4, "warning", "inferred", (37, 40)),
-        },
+        set(),
         [(4, "verified-by-read", "exact")],
     ),
     # class 2 on HTTP/1.1: FIN (33), the server's end of the body (34), RST (35), then the cancel's POST
     # (39): the call's stream was closed before the client gave up; frame 53 is the GET stream's.
     # class 6: read_ledger answered isError "ledger unavailable" (46): nothing verified
     "gosdk-http-cancel-read-fails.pcapng": (
-        {
-            ("cancel-mechanism-mismatch", 4, "warning", "exact", (33,)),
-            ("write-after-disconnect", 4, "warning", "exact", (33, 34)),
-        },
+        set(),
         [(4, "outcome-unverified", "exact")],
     ),
     # class 2 on HTTP/2: RST_STREAM of the call's stream 11 (46) before the cancel on stream 13 (47-48);
     # frame 69 is the standalone GET stream's (5)
     "gosdk-h2c-cancel-stream-reset-first.pcapng": (
-        {("cancel-mechanism-mismatch", 4, "warning", "exact", (46,))},
+        set(),
         [(4, "verified-by-read", "exact")],
     ),
 }
@@ -80,6 +73,26 @@ EXPECTED: dict[str, Verdict] = {
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_gosdk_sample(name: str) -> None:
     assert _verdicts(SAMPLES / name) == EXPECTED[name]
+
+
+# The same recordings judged under 2026-07-28 (`--protocol`), where the close is the cancel: the POSTed
+# cancel is the wrong mechanism (CW107 at the POST). The server's end of the response after the FIN
+# (no-reply 40, read-fails 34: the chunked body's terminating chunk) is no write; the `context canceled`
+# result written on the closed stream (reply-after-close 40) is, and CW201 must fire on it.
+UNDER_2026: dict[str, set[tuple[str, object, str, str, tuple[int | None, ...]]]] = {
+    "gosdk-http-cancel-reply-after-close.pcapng": {
+        ("cancel-mechanism-mismatch", 4, "error", "exact", (36,)),
+        ("write-after-disconnect", 4, "error", "exact", (32, 40)),
+        ("response-after-cancel", 4, "error", "exact", (32, 40)),
+    },
+    "gosdk-http-cancel-no-reply.pcapng": {("cancel-mechanism-mismatch", 4, "error", "exact", (38,))},
+    "gosdk-http-cancel-read-fails.pcapng": {("cancel-mechanism-mismatch", 4, "error", "exact", (39,))},
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNDER_2026))
+def test_gosdk_http_sample_under_2026_07_28(name: str) -> None:
+    assert _verdicts(SAMPLES / name, protocol="2026-07-28")[0] == UNDER_2026[name]
 
 
 def test_every_gosdk_sample_is_checked() -> None:

@@ -1,8 +1,9 @@
 """What a cancel means: whose request it names, whether its sender may send it, and by which mechanism.
 
 Reconstruction calls these for every `notifications/cancelled` and every client disconnect; each
-returns the anomalies to report, and `disconnect` also makes the disconnect the request's cancel
-where the revision says it is one.
+returns the anomalies to report. `disconnect` makes the disconnect the request's cancel where the
+revision says it is one, and elsewhere remembers it: `unposted_close` reports it when the request is
+finalised with no POSTed cancel after it.
 """
 
 from __future__ import annotations
@@ -86,23 +87,37 @@ def may_be_ignored(session: SessionState, sender: Side, own: PendingRequest) -> 
     return session.start.transport is Transport.STREAMABLE_HTTP and not facts.http_notification_is_cancel
 
 
-def disconnect(
-    session: SessionState, item: PendingRequest, entry: TimelineEntry, event: TransportEvent
-) -> Anomaly | None:
+def disconnect(session: SessionState, item: PendingRequest, entry: TimelineEntry, event: TransportEvent) -> None:
     """The client closed a request's stream before its reply: the cancel where the revision says so
-    (2026-07-28), a mechanism mismatch where it says a disconnect is not a cancel (2025-03-26 to 2025-11-25)."""
+    (2026-07-28). Where a disconnect is not a cancel (2025-03-26 to 2025-11-25) the close is remembered:
+    a mechanism mismatch only if no notifications/cancelled for the request follows (`unposted_close`)."""
     facts = session.facts_for(item.declared_revision)
     if facts is None or facts.http_disconnect_is_cancel:
         if item.cancel is None:
             item.cancel = CancelInfo(CancelMechanism.DISCONNECT, entry)
             holds.hold(session, item)
+    elif facts.http_disconnect_is_cancel is False and item.cancel is None:
+        item.unposted_close = event
+
+
+def unposted_close(session: SessionState, item: PendingRequest, *, ended: bool) -> Anomaly | None:
+    """When a request is finalised: the mismatch of a close that no POSTed cancel for it followed.
+
+    An HTTP client ends its own request when the call is cancelled (Go's net/http closes the connection
+    of a request whose context ends) and POSTs the cancel on another connection, in either order and
+    with no bound the recording could state (0.15 to 0.4 ms after the close in the Go SDK samples, after
+    the server's end of the response and the client's RST in one of them); other calls of the client may
+    come between. So the close is judged when nothing later can name the request any more: when its
+    timeline is finalised (the recording ended, or its hold ran out after its stream ended)."""
+    close = item.unposted_close
+    facts = session.facts_for(item.declared_revision)
+    if close is None or facts is None:
         return None
-    if facts.http_disconnect_is_cancel is False and item.cancel is None:
-        what = (
-            f"the client closed the stream of id {item.request_id!r} before its reply without POSTing "
-            f"notifications/cancelled; in {facts.revision} a disconnect is not a cancel"
-        )
-        return session.anomaly(
-            event, AnomalyName.CANCEL_MECHANISM_MISMATCH, what, item.request_id, item.method, requester=item.requester
-        )
-    return None
+    until = "before the recording ended" if ended else "while the call was held"
+    what = (
+        f"the client closed the stream of id {item.request_id!r} before its reply and POSTed no "
+        f"notifications/cancelled for it {until}; in {facts.revision} a disconnect is not a cancel"
+    )
+    return session.anomaly(
+        close, AnomalyName.CANCEL_MECHANISM_MISMATCH, what, item.request_id, item.method, requester=item.requester
+    )

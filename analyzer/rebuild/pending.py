@@ -76,6 +76,9 @@ class PendingRequest:
     """Its reply comes on an SSE stream, which should end after the reply."""
     stream_ended: bool = False
     disconnected: bool = False
+    unposted_close: TransportEvent | None = None
+    """The client's close of its stream before the reply, where a disconnect is no cancel (2025-03-26 to
+    2025-11-25), while no notifications/cancelled for it has followed (`cancels.unposted_close`)."""
     proof_seq: int | None = None
     """Seq from which the receiver provably had read the cancel (stdio ordering proof)."""
     last_progress: float | None = None

@@ -334,6 +334,7 @@ class Reconstructor:
                 self._out.append(stray)
             return
         self._out.extend(cancels.cancel_problems(session, event, sender, own))
+        own.unposted_close = None  # the cancel POSTed after the client closed the stream: no mismatch
         entry = message_entry(EntryKind.CANCEL, sender, event)
         if own.cancel is None and not cancels.may_be_ignored(session, sender, own):
             reason = message.payload.get("reason")
@@ -390,7 +391,7 @@ class Reconstructor:
         if event.kind is TransportKind.REPLIES_UNREAD:
             session.replies_unread(event.stream)
             return
-        for item in streams.on_transport(session, event, self._out.append):
+        for item in streams.on_transport(session, event):
             self._finalise(session, item, ended=False)
 
     # -- timelines ---------------------------------------------------------------------------
@@ -400,6 +401,8 @@ class Reconstructor:
         item.log.catch_up()  # its share of its stream's messages, before anything reads its log
         if judged and item.gave_up is not None:
             self._out.extend(gave_up.unsent_cancel(session, item, ended=ended))
+        if (mismatch := cancels.unposted_close(session, item, ended=ended)) is not None:
+            self._out.append(mismatch)
         own_token = session.remove_open(item)
         forgotten = self.finished.retire(session, item, judged=judged, own_token=own_token, ended=ended)
         if forgotten is not None:

@@ -16,9 +16,9 @@ its entry limit bounds, not one per request.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
-from ..model import Anomaly, EntryKind, MessageEvent, Side, TimelineEntry, TransportEvent, TransportKind
+from ..model import EntryKind, MessageEvent, Side, TimelineEntry, TransportEvent, TransportKind
 from . import cancels, holds
 from .entrylog import message_entry
 from .ordering import steady
@@ -43,9 +43,9 @@ _STREAM_ENDS = (
 )
 
 
-def on_transport(session: SessionState, event: TransportEvent, emit: Callable[[Anomaly], None]) -> list[PendingRequest]:
+def on_transport(session: SessionState, event: TransportEvent) -> list[PendingRequest]:
     """Put the event on every open request its stream carries; returns those now settled (to be
-    finalised); a cancel-mechanism anomaly goes to `emit`."""
+    finalised)."""
     mapped = _TRANSPORT_ENTRY.get(event.kind)
     if mapped is None or event.stream is None:
         return []  # process exit and session-level closes: facts about the session, not a request
@@ -62,9 +62,7 @@ def on_transport(session: SessionState, event: TransportEvent, emit: Callable[[A
             # (a reply recorded but unread may have come first: then the close cancelled nothing)
             item.disconnected = True
             session.held.setdefault(item.seq, item)
-            mismatch = cancels.disconnect(session, item, entry, event)
-            if mismatch is not None:
-                emit(mismatch)
+            cancels.disconnect(session, item, entry, event)
         if not (item.is_task and item.replied and event.kind in _CLIENT_DISCONNECTS):
             session.add_entry(item, entry)  # once its task handle is returned, closing its stream is not a cancel
         if event.kind in _STREAM_ENDS:

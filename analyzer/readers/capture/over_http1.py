@@ -7,7 +7,8 @@ events (`http1`) of the connection mean as MCP transport events, per exchange (`
 * CLOSED_BY_SERVER: an SSE response ends, or the server's FIN cuts a response.
 * RESET_BY_CLIENT / RESET_BY_SERVER: an RST while a response is not finished.
 * RECEIVE_WINDOW_ZERO: the client advertises a zero window while a response is open (once per episode).
-* SERVER_BYTES: server payload after the client closed or reset the exchange (once per frame).
+* SERVER_BYTES: server payload after the client closed or reset the exchange (once per frame); the end
+  of a chunked body alone is no payload (it is the response's end, CLOSED_BY_SERVER).
 * RECORDING_ENDED: the response is still open at the end of the capture.
 
 A connection whose client starts with the HTTP/2 preface is read by `capture_http2` instead (its
@@ -113,8 +114,8 @@ class HttpCapture:
         ex = conn.current()
         if ex is not None and ex.client_closed and not self.sessions.crossed:
             only_end = data.strip() == b"0"  # just the chunked terminator: no event
-            why = "after the client closed the exchange" + (" (only the end of the chunked body)" if only_end else "")
-            self.server_bytes(ex, len(data), why)
+            if not only_end:  # the terminator ends the response already sent (its CLOSED_BY_SERVER): no write
+                self.server_bytes(ex, len(data), "after the client closed the exchange")
         self.http_events(conn, conn.http.feed_server(data))
 
     def finish(self, conn: Conn) -> None:
