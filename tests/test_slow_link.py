@@ -205,3 +205,23 @@ def test_an_sse_result_first_sent_after_the_fin_is_a_write_after_it() -> None:
         ("CW201", 2, "error", "exact", ("sse-after-fin.pcapng#6", "sse-after-fin.pcapng#7", "sse-after-fin.pcapng#8")),
     }
     assert _outcomes(result) == [(2, "late-result-violation", "exact")]
+
+
+@needs_tshark
+def test_http2_frames_captured_after_the_clients_tcp_rst_crossed_it() -> None:
+    """HAND-WRITTEN (scripts/make_crossing_fixtures.py): the server's DATA with the result (frame 7) is
+    captured after the client's TCP RST (frame 6). A TCP that has taken a RST sends nothing more, so it left
+    before the RST arrived: read, as crossing it (before: dropped unread, CW201 and outcome-unverified)."""
+    result = _run(CROSSING / "h2-result-after-client-rst.pcapng")
+    evidence = ("h2-result-after-client-rst.pcapng#6", "h2-result-after-client-rst.pcapng#7")
+    assert _findings(result) == {("CW103", 2, "info", "exact", evidence)}
+    assert _outcomes(result) == [(2, "late-result-discarded", "exact")]
+
+
+@needs_tshark
+def test_http2_frames_after_the_servers_tcp_rst_are_not_read() -> None:
+    """The reverse: the RST (frame 6) is the server's; the DATA after it (frame 7) is not read."""
+    result = _run(CROSSING / "h2-result-after-server-rst.pcapng")
+    evidence = ("h2-result-after-server-rst.pcapng#4", "h2-result-after-server-rst.pcapng#7")
+    assert _findings(result) == {("CW108", 2, "warning", "exact", evidence)}
+    assert _outcomes(result) == []
