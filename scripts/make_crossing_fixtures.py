@@ -15,6 +15,15 @@ Both: a 2026-07-28 Streamable HTTP `tools/call` (id 2) POSTed on one connection 
                                before the close. Then the server's FIN.
   sse-after-fin.pcapng         the nearest miss: the whole event is first sent after the client's FIN,
                                in segments that acknowledge it: a write after the close.
+
+Over HTTP/2 (h2c with prior knowledge; frames made with the `h2` package, the client as HAND-WRITTEN as
+the rest: no SDK client resets its TCP connection on cue), the same call on stream 1, answered
+`200 text/event-stream` at once; then a TCP RST ends the connection and the server's DATA with the
+result is captured after it:
+
+  h2-result-after-client-rst.pcapng  the RST is the client's: a TCP that has taken a RST sends nothing
+                               more, so the DATA left before the RST reached the server: it crossed it.
+  h2-result-after-server-rst.pcapng  the reverse: the RST is the server's; nothing it sends after is read.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ from synth_capture import Pcapng
 REPO = Path(__file__).resolve().parent.parent
 CLIENT, SERVER = b"\x7f\0\0\x01", b"\x7f\0\0\x02"
 CPORT, SPORT = 40000, 8000
-SYN, FIN, ACK, PSH = 0x02, 0x01, 0x10, 0x08
+SYN, FIN, RST, ACK, PSH = 0x02, 0x01, 0x04, 0x10, 0x08
 C0, S0 = 1000, 5000
 
 
@@ -88,6 +97,49 @@ def write(out: Path, *, tail_first: bool) -> None:
     cap.close()
 
 
+def h2_exchange() -> tuple[bytes, bytes, bytes]:
+    """The client's preface, settings and call on stream 1; the server's settings and response head; the
+    server's DATA with the result and the stream's end."""
+    import h2.config
+    import h2.connection
+
+    client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    server = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
+    client.initiate_connection()
+    post = request()
+    head, body = post.split(b"\r\n\r\n", 1)
+    fields = [(b":method", b"POST"), (b":scheme", b"http"), (b":authority", b"127.0.0.2:8000"), (b":path", b"/mcp")]
+    fields += [tuple(line.lower().split(b": ", 1)) for line in head.split(b"\r\n")[2:]]  # type: ignore[misc]
+    client.send_headers(1, fields)
+    client.send_data(1, body, end_stream=True)
+    asked = client.data_to_send()
+    server.initiate_connection()
+    server.receive_data(asked)
+    server.send_headers(1, [(b":status", b"200"), (b"content-type", b"text/event-stream")])
+    answered = server.data_to_send()
+    result = {"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "exported"}]}}
+    server.send_data(1, f"event: message\ndata: {json.dumps(result)}\n\n".encode(), end_stream=True)
+    return asked, answered, server.data_to_send()
+
+
+def write_h2(out: Path, *, client_resets: bool) -> None:
+    cap = Pcapng(out)
+    asked, answered, late = h2_exchange()
+    segment(cap, True, C0, 0, SYN)
+    segment(cap, False, S0, C0 + 1, SYN | ACK)
+    segment(cap, True, C0 + 1, S0 + 1, ACK)
+    segment(cap, True, C0 + 1, S0 + 1, ACK | PSH, asked)
+    c, s = C0 + 1 + len(asked), S0 + 1
+    segment(cap, False, s, c, ACK | PSH, answered)
+    s += len(answered)
+    if client_resets:
+        segment(cap, True, c, s, RST)
+    else:
+        segment(cap, False, s, c, RST)
+    segment(cap, False, s, c, ACK | PSH, late)
+    cap.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=REPO / "tests" / "fixtures" / "crossing")
@@ -95,6 +147,8 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     write(args.out / "sse-tail-before-fin.pcapng", tail_first=True)
     write(args.out / "sse-after-fin.pcapng", tail_first=False)
+    write_h2(args.out / "h2-result-after-client-rst.pcapng", client_resets=True)
+    write_h2(args.out / "h2-result-after-server-rst.pcapng", client_resets=False)
     return 0
 
 

@@ -138,15 +138,21 @@ def test_a_zero_tcp_window_stalls_every_stream_being_answered() -> None:
 
 
 def test_a_tcp_reset_resets_every_open_stream_and_ends_them() -> None:
-    cap = Capture()
-    cap.step(_call)
-    cap.step(lambda w: (w.post(3, BODY), w.respond(3, EVENT)))
-    cap.tcp(Reset(True))
-    assert [f for f in cap.facts() if f[1] == "reset-by-client"] == [
-        (cap.frame, "reset-by-client", "tcp0/h2s1"),
-        (cap.frame, "reset-by-client", "tcp0/h2s3"),
-    ]
-    assert cap.conn.exchanges == {}
+    """The server's frames captured after the client's RST left before it arrived: the streams stay open to
+    read them until the capture ends (tests/test_slow_link.py); the server's RST ends them at once."""
+    for from_client, kind in ((True, "reset-by-client"), (False, "reset-by-server")):
+        cap = Capture()
+        cap.step(_call)
+        cap.step(lambda w: (w.post(3, BODY), w.respond(3, EVENT)))
+        cap.tcp(Reset(from_client))
+        assert [f for f in cap.facts() if f[1] == kind] == [
+            (cap.frame, kind, "tcp0/h2s1"),
+            (cap.frame, kind, "tcp0/h2s3"),
+        ]
+        assert sorted(cap.conn.exchanges) == ([1, 3] if from_client else [])
+        cap.http.finish(cap.conn)
+        assert cap.conn.exchanges == {}
+        assert [f[1] for f in cap.facts()].count(kind) == 2
 
 
 def test_a_protocol_error_is_an_anomaly_naming_frame_and_stream() -> None:

@@ -15,8 +15,13 @@ from transcripts import Line, write_transcript
 
 SLOW = Path(__file__).resolve().parent.parent / "sample_captures" / "slow-link"
 NAME = "sdk-stdio-result-crosses-cancel"
+GO_NAME = "gosdk-stdio-result-crosses-cancel"
 CLIENT_END = SLOW / f"{NAME}.client-end.jsonl"
 SERVER_END = SLOW / f"{NAME}.server-end.jsonl"
+
+#: (sample, seconds from the cancel to the result at the client end, the client end's fastest round trip):
+#: the Python SDK session, and the Go SDK v1.7.0 session (Go client and server) made the same way
+SESSIONS = pytest.mark.parametrize(("name", "gap", "window"), [(NAME, "0.100", "0.126"), (GO_NAME, "0.100", "0.122")])
 
 
 def _run(*paths: Path, merge: bool = False) -> AuditResult:
@@ -40,42 +45,46 @@ def _outcomes(result: AuditResult) -> list[tuple[Any, str, str]]:
     return [(c.request_id, c.outcome.value, c.certainty.value) for c in result.cancellations]
 
 
-def test_the_client_end_measures_its_round_trip_and_calls_the_reply_a_race() -> None:
-    """The result came 0.100 s after the cancel; the recording's fastest round trip took 0.126 s, so
+@SESSIONS
+def test_the_client_end_measures_its_round_trip_and_calls_the_reply_a_race(name: str, gap: str, window: str) -> None:
+    """The result came GAP s after the cancel; the recording's fastest round trip took WINDOW s, so
     it may have crossed the cancel (with the proxy's 50 ms default it was a violation)."""
-    result = _run(CLIENT_END)
+    result = _run(SLOW / f"{name}.client-end.jsonl")
     assert _findings(result) == {
-        ("CW103", 5, "info", "inferred", (f"{NAME}.client-end.jsonl:12", f"{NAME}.client-end.jsonl:13"))
+        ("CW103", 5, "info", "inferred", (f"{name}.client-end.jsonl:12", f"{name}.client-end.jsonl:13"))
     }
     (finding,) = result.findings
     assert finding.message == (
-        "the reply to tools/call (id 5) crossed the cancel in flight (0.100 s after it); the server may have "
-        "answered before it read the cancel: race window 0.126 s, the fastest round trip this recording shows "
+        f"the reply to tools/call (id 5) crossed the cancel in flight ({gap} s after it); the server may have "
+        f"answered before it read the cancel: race window {window} s, the fastest round trip this recording shows "
         "for a client request (wider than the proxy default): a reply within one round trip of the cancel "
         "may have left before the cancel arrived"
     )
     assert _outcomes(result) == [(5, "late-result-discarded", "inferred")]
 
 
-def test_the_server_end_alone_sees_a_cancel_after_completion() -> None:
-    result = _run(SERVER_END)
-    assert _findings(result) == {("CW106", 5, "info", "inferred", (f"{NAME}.server-end.jsonl:13",))}
+@SESSIONS
+def test_the_server_end_alone_sees_a_cancel_after_completion(name: str, gap: str, window: str) -> None:
+    result = _run(SLOW / f"{name}.server-end.jsonl")
+    assert _findings(result) == {("CW106", 5, "info", "inferred", (f"{name}.server-end.jsonl:13",))}
     assert _outcomes(result) == []
 
 
-def test_merged_the_server_end_is_primary_and_proves_the_crossing() -> None:
-    result = _run(CLIENT_END, SERVER_END, merge=True)
+@SESSIONS
+def test_merged_the_server_end_is_primary_and_proves_the_crossing(name: str, gap: str, window: str) -> None:
+    client_end, server_end = SLOW / f"{name}.client-end.jsonl", SLOW / f"{name}.server-end.jsonl"
+    result = _run(client_end, server_end, merge=True)
     assert _findings(result) == {
-        ("CW103", 5, "info", "exact", (f"{NAME}.client-end.jsonl:12", f"{NAME}.server-end.jsonl:12"))
+        ("CW103", 5, "info", "exact", (f"{name}.client-end.jsonl:12", f"{name}.server-end.jsonl:12"))
     }
     assert _outcomes(result) == [(5, "late-result-discarded", "exact")]
     (summary,) = result.merges
     assert [(c.source.split("/")[-1], c.role) for c in summary.recordings] == [
-        (f"{NAME}.server-end.jsonl", "primary"),
-        (f"{NAME}.client-end.jsonl", "secondary"),
+        (f"{name}.server-end.jsonl", "primary"),
+        (f"{name}.client-end.jsonl", "secondary"),
     ]
     # the input order does not matter: the shorter round trips decide
-    assert _findings(_run(SERVER_END, CLIENT_END, merge=True)) == _findings(result)
+    assert _findings(_run(server_end, client_end, merge=True)) == _findings(result)
 
 
 def _session(tmp_path: Path, name: str, *, reply_after: float, late: float, shift: float = 0.0) -> Path:
@@ -121,7 +130,7 @@ def test_two_recordings_at_one_place_stay_merged_as_one_place(tmp_path: Path) ->
 
 
 def test_the_transcripts_declare_the_proxy_vantage() -> None:
-    for path in (CLIENT_END, SERVER_END):
+    for path in (CLIENT_END, SERVER_END, SLOW / f"{GO_NAME}.client-end.jsonl", SLOW / f"{GO_NAME}.server-end.jsonl"):
         header = json.loads(path.read_text().splitlines()[0])
         assert header["vantage"] == "proxy"
 
@@ -196,3 +205,23 @@ def test_an_sse_result_first_sent_after_the_fin_is_a_write_after_it() -> None:
         ("CW201", 2, "error", "exact", ("sse-after-fin.pcapng#6", "sse-after-fin.pcapng#7", "sse-after-fin.pcapng#8")),
     }
     assert _outcomes(result) == [(2, "late-result-violation", "exact")]
+
+
+@needs_tshark
+def test_http2_frames_captured_after_the_clients_tcp_rst_crossed_it() -> None:
+    """HAND-WRITTEN (scripts/make_crossing_fixtures.py): the server's DATA with the result (frame 7) is
+    captured after the client's TCP RST (frame 6). A TCP that has taken a RST sends nothing more, so it left
+    before the RST arrived: read, as crossing it (before: dropped unread, CW201 and outcome-unverified)."""
+    result = _run(CROSSING / "h2-result-after-client-rst.pcapng")
+    evidence = ("h2-result-after-client-rst.pcapng#6", "h2-result-after-client-rst.pcapng#7")
+    assert _findings(result) == {("CW103", 2, "info", "exact", evidence)}
+    assert _outcomes(result) == [(2, "late-result-discarded", "exact")]
+
+
+@needs_tshark
+def test_http2_frames_after_the_servers_tcp_rst_are_not_read() -> None:
+    """The reverse: the RST (frame 6) is the server's; the DATA after it (frame 7) is not read."""
+    result = _run(CROSSING / "h2-result-after-server-rst.pcapng")
+    evidence = ("h2-result-after-server-rst.pcapng#4", "h2-result-after-server-rst.pcapng#7")
+    assert _findings(result) == {("CW108", 2, "warning", "exact", evidence)}
+    assert _outcomes(result) == []

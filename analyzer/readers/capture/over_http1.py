@@ -121,8 +121,11 @@ class HttpCapture:
     def finish(self, conn: Conn) -> None:
         """The capture ended: what is still open on the connection ends with the recording."""
         self.tcp(conn, conn.tcp.finish())
-        if conn.reset_by_client and conn.h2 is None:
-            self._end_reset(conn)  # the client's reset ended it: what the server sent before it is read
+        if conn.reset_by_client:  # the client's reset ended it: what the server sent before it was read
+            if conn.h2 is None:
+                self._end_reset(conn)
+            else:
+                self.h2.end_reset(conn)
             return
         for n in conn.open_numbers():
             ex = conn.exchanges.get(n)

@@ -16,7 +16,8 @@ The same transport kinds as on HTTP/1.1 (`capture_http`), so every rule reads bo
 * SERVER_BYTES: a DATA frame from the server on a stream the client reset or closed (once per frame).
 
 Unlike HTTP/1.1, a client reset does not end the exchange: the server's frames after it are read
-(they are the "written after the close" evidence, and may carry a late reply).
+(they are the "written after the close" evidence, and may carry a late reply). After the client's TCP
+RST, as on HTTP/1.1, the server's frames captured are read as crossing it until the capture ends.
 """
 
 from __future__ import annotations
@@ -74,9 +75,22 @@ class Http2Capture:
                 self._cut(conn, ex, TransportKind.CLOSED_BY_SERVER, detail, "the server closed the connection", at)
 
     def rst(self, conn: Conn, from_client: bool) -> None:
-        """A TCP RST ends the connection: every open stream is reset by that side."""
+        """A TCP RST ends the connection: every open stream is reset by that side. The server's frames
+        captured after the client's RST left before it reached the server (a TCP that has taken a RST
+        sends nothing more): they are read, as crossing it, and `end_reset` cuts what is still open."""
         conn.reset = True
-        kind = TransportKind.RESET_BY_CLIENT if from_client else TransportKind.RESET_BY_SERVER
+        if not from_client:
+            self.end_reset(conn, TransportKind.RESET_BY_SERVER)
+            return
+        conn.reset_by_client = True
+        for ex in self._open(conn):
+            conn.last = ex
+            if not ex.client_closed:
+                self.sessions.transport(ex, TransportKind.RESET_BY_CLIENT, "TCP RST " + ex.stage())
+            ex.client_closed = True
+
+    def end_reset(self, conn: Conn, kind: TransportKind = TransportKind.RESET_BY_CLIENT) -> None:
+        """The reset connection's streams still open end, their responses cut."""
         for ex in self._open(conn):
             conn.last = ex
             self._cut(conn, ex, kind, "TCP RST " + ex.stage(), "the connection was reset", None)

@@ -5,13 +5,17 @@
 //
 //	gopeer server-stdio [-ledger-unavailable]
 //	gopeer server-http -addr 127.0.0.1:PORT [-h2c] [-ledger-unavailable]
-//	gopeer client-stdio -- SERVER COMMAND ...
+//	gopeer client-stdio [-cancel-after D] -- SERVER COMMAND ...
 //	gopeer client-http -url http://127.0.0.1:PORT/mcp [-h2c]
 //
 // The client lists the tools, calls append_ledger with a progress token,
 // cancels the call's context once the 2nd progress notification arrived (the
 // SDK then sends notifications/cancelled), waits -wait past the point where
 // the tool would have finished, then calls read_ledger and pings.
+// With -cancel-after D it lists the tools twice and adds once first (round
+// trips a recording can measure), calls append_ledger with one step (its
+// result 0.5 s after the server reads the call) and cancels the call's
+// context D after sending it instead.
 package main
 
 import (
@@ -103,7 +107,7 @@ func newServer(unavailable bool) *mcp.Server {
 	return server
 }
 
-func runClient(ctx context.Context, transport mcp.Transport, wait time.Duration) error {
+func runClient(ctx context.Context, transport mcp.Transport, wait, cancelAfter time.Duration) error {
 	progressed := make(chan struct{}, 16)
 	client := mcp.NewClient(&mcp.Implementation{Name: "cancelwire-go-client", Version: "1.0.0"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
@@ -118,21 +122,29 @@ func runClient(ctx context.Context, transport mcp.Transport, wait time.Duration)
 	if _, err := session.ListTools(ctx, nil); err != nil {
 		return fmt.Errorf("tools/list: %w", err)
 	}
+	steps := 4
+	if cancelAfter > 0 {
+		steps = 1
+		if _, err := session.ListTools(ctx, nil); err != nil {
+			return fmt.Errorf("tools/list: %w", err)
+		}
+		if _, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": 2, "b": 3}}); err != nil {
+			return fmt.Errorf("add: %w", err)
+		}
+	}
 	callCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	params := &mcp.CallToolParams{Name: "append_ledger", Arguments: map[string]any{"entry": "order-42", "steps": 4}}
+	params := &mcp.CallToolParams{Name: "append_ledger", Arguments: map[string]any{"entry": "order-42", "steps": steps}}
 	params.SetProgressToken("append-1")
 	go func() {
 		_, err := session.CallTool(callCtx, params)
 		done <- err
 	}()
-	for seen := 0; seen < 2; seen++ {
-		select {
-		case <-progressed:
-		case <-time.After(10 * time.Second):
-			cancel()
-			return errors.New("no progress within 10 s")
-		}
+	if cancelAfter > 0 {
+		time.Sleep(cancelAfter)
+	} else if err := awaitProgress(progressed, 2); err != nil {
+		cancel()
+		return err
 	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
@@ -143,6 +155,18 @@ func runClient(ctx context.Context, transport mcp.Transport, wait time.Duration)
 		return fmt.Errorf("read_ledger: %w", err)
 	}
 	return session.Ping(ctx, nil)
+}
+
+// awaitProgress waits for the count-th progress notification, 10 s at most.
+func awaitProgress(progressed <-chan struct{}, count int) error {
+	for seen := 0; seen < count; seen++ {
+		select {
+		case <-progressed:
+		case <-time.After(10 * time.Second):
+			return errors.New("no progress within 10 s")
+		}
+	}
+	return nil
 }
 
 // protocols is HTTP/1.1 only, or unencrypted HTTP/2 only (h2c with prior knowledge).
@@ -167,6 +191,7 @@ func main() {
 	unavailable := flags.Bool("ledger-unavailable", false, "server: read_ledger answers isError \"ledger unavailable\"")
 	h2c := flags.Bool("h2c", false, "server-http, client-http: HTTP/2 without TLS (prior knowledge) instead of HTTP/1.1")
 	wait := flags.Duration("wait", 2*time.Second, "client: how long to keep the session open after the cancel")
+	cancelAfter := flags.Duration("cancel-after", 0, "client: cancel a one-step append this long after sending it (0: at the 2nd progress)")
 	_ = flags.Parse(os.Args[2:])
 	ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
 	defer stop()
@@ -186,12 +211,12 @@ func main() {
 		}
 		cmd := exec.Command(args[0], args[1:]...)
 		cmd.Stderr = os.Stderr
-		err = runClient(ctx, &mcp.CommandTransport{Command: cmd}, *wait)
+		err = runClient(ctx, &mcp.CommandTransport{Command: cmd}, *wait, *cancelAfter)
 	case "client-http":
 		transport := http.DefaultTransport.(*http.Transport).Clone()
 		transport.Protocols = protocols(*h2c)
 		client := &http.Client{Transport: transport}
-		err = runClient(ctx, &mcp.StreamableClientTransport{Endpoint: *url, HTTPClient: client}, *wait)
+		err = runClient(ctx, &mcp.StreamableClientTransport{Endpoint: *url, HTTPClient: client}, *wait, *cancelAfter)
 	default:
 		log.Fatalf("unknown mode %q", mode)
 	}
