@@ -157,6 +157,16 @@ def test_missing_optional_fields_minus_one_timings_and_a_naive_time(tmp_path: Pa
     ]
 
 
+def test_timings_too_large_for_a_float_count_as_absent(tmp_path: Path) -> None:
+    """A huge integer timing (JSON has no bound) crashed the read with OverflowError (exit 3)."""
+    huge = _entry(
+        "2026-01-01T00:00:01Z", _rpc(id=8, method="ping"), _rpc(id=8, result={}), send=10**400, wait=-(10**400)
+    )
+    huge["response"]["content"]["mimeType"] = "application/json"
+    found = [(e.message.id, e.ts) for e in _events(_write(tmp_path, [huge])) if isinstance(e, MessageEvent)]
+    assert found == [(8, 1767225601.0), (8, 1767225601.0)]
+
+
 def test_vantage_from_creator() -> None:
     assert [vantage_of(n) for n in ("WebInspector", "Firefox", "mitmproxy", "Charles Proxy", "curl", "")] == [
         Vantage.CLIENT,

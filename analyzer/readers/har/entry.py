@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import binascii
 import json
-import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -205,8 +204,7 @@ def _ms(table: dict[str, Any], key: str) -> float:
     value = table.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return 0.0
-    value = float(value)
-    return value if math.isfinite(value) and 0 <= value < 1e12 else 0.0
+    return float(value) if 0 <= value < 1e12 else 0.0  # (compared first: float() of a huge int overflows)
 
 
 def started(value: Any) -> float:
