@@ -22,22 +22,28 @@ Scenarios:
         reads the call) under a time limit of GIVE_UP seconds (`anyio.move_on_after`, as an application's
         timeout): the SDK closes the call's connection (FIN), which reaches the server just after it wrote
         the result.
+  sdk-https-result-crosses-close   the same over TLS: the server gets a self-signed certificate for
+        10.77.0.2 (--tls-cert/--tls-key), the client trusts it and logs its TLS secrets
+        (`ssl.SSLContext.keylog_filename`, what SSLKEYLOGFILE produces) to NAME.client-end.keys, copied to
+        NAME.server-end.keys: each capture's key log beside it, where cancelwire looks for it.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PEERS = REPO / "scripts" / "peers"
 SERVER_ADDR = ("10.77.0.2", 8000)
-URL = f"http://{SERVER_ADDR[0]}:{SERVER_ADDR[1]}/mcp"
+URL = f"{SERVER_ADDR[0]}:{SERVER_ADDR[1]}/mcp"
 GIVE_UP = 0.31
 """Seconds the client waits for slow_write: its 0.2 s, the call's 60 ms to the server and about 50 ms, so
 that the client's close reaches the server about 60 ms after the result was written, and the result
@@ -77,7 +83,7 @@ def wire() -> tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]]:
     return holder, link
 
 
-def record(out: Path, name: str, server: str, client: list[str]) -> None:
+def record(out: Path, name: str, server: str, client: list[str], server_extra: list[str]) -> None:
     holder, link = wire()
     procs: list[subprocess.Popen[bytes]] = []
     try:
@@ -96,6 +102,7 @@ def record(out: Path, name: str, server: str, client: list[str]) -> None:
             str(out / f"{name}.server.jsonl"),
             "--max-seconds",
             "30",
+            *server_extra,
         ]
         peer = subprocess.Popen(in_peer(holder.pid, *server_argv), stdout=subprocess.PIPE)
         procs.append(peer)
@@ -120,13 +127,26 @@ def record(out: Path, name: str, server: str, client: list[str]) -> None:
 # -- the clients -------------------------------------------------------------------------------------
 
 
-async def sdk_client(give_up: float) -> None:
+async def sdk_client(give_up: float, cafile: str | None, keylog: str | None) -> None:
+    """The SDK client over http, or over https trusting CAFILE and logging its TLS secrets to KEYLOG."""
+    import contextlib
+    import ssl
+
     import anyio
+    import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
     with anyio.fail_after(30):
-        async with Client(streamable_http_client(URL), mode="2026-07-28") as client:
+        async with contextlib.AsyncExitStack() as stack:
+            transport = streamable_http_client(f"http://{URL}")
+            if cafile is not None:
+                ctx = ssl.create_default_context(cafile=cafile)
+                if keylog is not None:
+                    ctx.keylog_filename = keylog  # NSS key log format, what SSLKEYLOGFILE produces
+                http = await stack.enter_async_context(httpx2.AsyncClient(verify=ctx, timeout=httpx2.Timeout(30.0)))
+                transport = streamable_http_client(f"https://{URL}", http_client=http)
+            client = await stack.enter_async_context(Client(transport, mode="2026-07-28"))
             await client.list_tools()
             await client.call_tool("echo", {"text": "round trip"})
             await client.call_tool("echo", {"text": "round trip"})
@@ -143,19 +163,33 @@ def main() -> int:
     parser.add_argument("--only", action="append")
     parser.add_argument("--give-up", type=float, default=GIVE_UP)
     parser.add_argument("--client", choices=["sdk"], help=argparse.SUPPRESS)
+    parser.add_argument("--cafile", help=argparse.SUPPRESS)
+    parser.add_argument("--keylog", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client is not None:
         import anyio
 
-        anyio.run(sdk_client, args.give_up)
+        anyio.run(sdk_client, args.give_up, args.cafile, args.keylog)
         return 0
     if os.environ.get(INSIDE) != "1":
         env = {**os.environ, INSIDE: "1"}
         return subprocess.run(["unshare", "-rn", sys.executable, *sys.argv], env=env, check=False).returncode
     args.out.mkdir(parents=True, exist_ok=True)
     me = [sys.executable, __file__, "--give-up", str(args.give_up)]
-    scenarios = {
-        "sdk-http-result-crosses-close": ("http_sdk_server.py", [*me, "--client", "sdk"]),
+    out = args.out.resolve()
+    sys.path.insert(0, str(REPO / "scripts"))
+    from capture_samples import make_cert
+
+    cert, key = make_cert(Path(tempfile.mkdtemp(prefix="cancelwire-slow-tls-")), SERVER_ADDR[0])
+    keys = out / "sdk-https-result-crosses-close.client-end.keys"
+    tls = ["--cafile", str(cert), "--keylog", str(keys)]
+    scenarios: dict[str, tuple[str, list[str], list[str]]] = {
+        "sdk-http-result-crosses-close": ("http_sdk_server.py", [*me, "--client", "sdk"], []),
+        "sdk-https-result-crosses-close": (
+            "http_sdk_server.py",
+            [*me, "--client", "sdk", *tls],
+            ["--tls-cert", str(cert), "--tls-key", str(key)],
+        ),
         "handwritten-h2c-result-crosses-reset": (
             "http2_sdk_server.py",
             [
@@ -166,11 +200,17 @@ def main() -> int:
                 SERVER_ADDR[0],
                 str(args.give_up),
             ],
+            [],
         ),
     }
-    for name, (server, client) in scenarios.items():
+    for name, (server, client, server_extra) in scenarios.items():
         if not args.only or name in args.only:
-            record(args.out.resolve(), name, server, client)
+            tls_keys = client[-1] == str(keys)
+            if tls_keys:
+                keys.unlink(missing_ok=True)  # the client appends to a key log
+            record(out, name, server, client, server_extra)
+            if tls_keys:  # each capture's key log beside it, as cancelwire finds it (X.pcapng + X.keys)
+                shutil.copyfile(keys, out / f"{name}.server-end.keys")
     return 0
 
 

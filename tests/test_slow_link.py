@@ -162,6 +162,32 @@ def test_at_the_server_end_a_segment_that_acknowledges_the_fin_is_a_write_after_
     assert _outcomes(result) == [(4, "late-result-violation", "exact")]
 
 
+HTTPS = "sdk-https-result-crosses-close"
+
+
+@needs_tshark
+def test_over_tls_at_the_client_end_a_decrypted_reply_crossed_the_close() -> None:
+    """The same over TLS, decrypted with the key log beside the capture: the client's FIN is frame 35; the
+    record holding the response head (frame 36) left with ack 856725536, the FIN's own sequence number, so
+    the server's TCP did not have the FIN yet; the result (frame 39) comes after the client's RST (frame 37).
+    Decrypted records carry their segment's acknowledgement as plain bytes do: no CW201, as in plain HTTP."""
+    result = _run(SLOW / f"{HTTPS}.client-end.pcapng")
+    assert _findings(result) == {
+        ("CW103", 4, "info", "exact", (f"{HTTPS}.client-end.pcapng#35", f"{HTTPS}.client-end.pcapng#39"))
+    }
+    assert _outcomes(result) == [(4, "late-result-discarded", "exact")]
+
+
+@needs_tshark
+def test_over_tls_at_the_server_end_a_record_that_acknowledges_the_fin_is_a_write_after_it() -> None:
+    """The reverse: at the server end the head left (frame 35) before the FIN (frame 36) came, and the
+    result's record (frame 37) acknowledges the FIN."""
+    result = _run(SLOW / f"{HTTPS}.server-end.pcapng")
+    evidence = (f"{HTTPS}.server-end.pcapng#36", f"{HTTPS}.server-end.pcapng#37")
+    assert _findings(result) == {("CW101", 4, "error", "exact", evidence), ("CW201", 4, "error", "exact", evidence)}
+    assert _outcomes(result) == [(4, "late-result-violation", "exact")]
+
+
 H2 = "handwritten-h2c-result-crosses-reset"
 
 

@@ -162,7 +162,7 @@ class Reassembly:
         if len(acks) > MAX_FIRST_ACKS:
             del acks[0]
 
-    def _acked(self, end: int) -> int | None:
+    def sent_with(self, end: int) -> int | None:
         """The acknowledgement sent with the first segment that held the byte before END (see `Delivered`);
         bytes are delivered in order, so segments ending before END serve no later bytes."""
         acks = self.first_acks
@@ -237,7 +237,7 @@ class Reassembly:
 
     def _push(self, seq: int, data: bytes, frame: int, out: list[TcpEvent]) -> None:
         end = (seq + len(data)) & 0xFFFFFFFF
-        out.append(Delivered(self.from_client, data, self._acked(end) if self.first_acks else None))
+        out.append(Delivered(self.from_client, data, self.sent_with(end) if self.first_acks else None))
         self.next = end
         history = self.history
         history.append((seq, data, frame))

@@ -33,10 +33,12 @@ from ..http.http2_joined import starts_with_frames
 from .conn import Conn, ConnKind, IdleConn
 from .over_http1 import HttpCapture, looks_http, looks_http_server
 from .sessions import Sessions
-from .tcp import FIN, RST, SYN, TcpConnection, client_by_handshake
+from .tcp import ACK, FIN, RST, SYN, Delivered, TcpConnection, client_by_handshake
 from .tshark_fields import INSTALL_HINT, Frame, parse_line, tshark_command
 
 _NOISE = re.compile(r"^Running as user .* This could be dangerous\.$")
+TLS_HEADER = 5
+"""Bytes of a TLS record's header: a record's ciphertext is at least its plaintext and these."""
 
 
 class CapturePass:
@@ -139,8 +141,10 @@ class CapturePass:
         from_client = (f.src, f.sport) == conn.tcp.client
         if f.payload and conn.kind is ConnKind.UNKNOWN:
             self._classify(conn, f, from_client)
-        for chunk in f.decrypted:
-            self._decrypted(conn, from_client, chunk, f.dport)
+        if not from_client and f.length and f.flags & ACK and self._keeps_acks(conn):
+            conn.tcp.down.note_sent(f.seq, f.length, f.ack)
+        if f.decrypted:
+            self._decrypted(conn, from_client, f)
         if f.length > len(f.payload):
             self._cut(f)
         events = conn.tcp.segment(f, from_client)
@@ -181,7 +185,25 @@ class CapturePass:
             conn.kind = ConnKind.OTHER
             conn.tcp.reassemble = False
 
-    def _decrypted(self, conn: Conn, from_client: bool, chunk: bytes, dport: int) -> None:
+    def _keeps_acks(self, conn: Conn) -> bool:
+        """Server segments of a TLS connection that can still be decrypted keep their acknowledgements, for
+        the records decrypted from them (plain HTTP keeps them in `tcp`)."""
+        return self.options.keylog is not None and (conn.kind is ConnKind.TLS or conn.kind is ConnKind.TLS_HTTP)
+
+    def _decrypted(self, conn: Conn, from_client: bool, f: Frame) -> None:
+        """The TLS records decrypted in frame F, each delivered with the acknowledgement its first bytes left
+        with, as plain TCP bytes are (`tcp.Delivered.acked`), so a reply can cross the client's close here too.
+        A record ends at or before the end of the frame that completes it, and its ciphertext is at least its
+        plaintext and a header: the segment holding the byte that far back is the one that carried the
+        record's first byte or a later one, whose acknowledgement can only say the record crossed less."""
+        ends = (f.seq + f.length) & 0xFFFFFFFF
+        back = sum(len(chunk) + TLS_HEADER for chunk in f.decrypted)
+        for chunk in f.decrypted:
+            acked = None if from_client else conn.tcp.down.sent_with((ends - back + 1) & 0xFFFFFFFF)
+            back -= len(chunk) + TLS_HEADER
+            self._record(conn, from_client, chunk, acked)
+
+    def _record(self, conn: Conn, from_client: bool, chunk: bytes, acked: int | None) -> None:
         if conn.kind is not ConnKind.TLS and conn.kind is not ConnKind.TLS_HTTP:
             return
         self.encrypted.discard(conn.stream)
@@ -192,7 +214,7 @@ class CapturePass:
                 conn.kind = ConnKind.TLS_HTTP if http else ConnKind.TLS_OTHER
                 self.http_conns += http
         if conn.kind is ConnKind.TLS_HTTP:
-            self.http.bytes(conn, from_client, chunk)
+            self.http.tcp(conn, [Delivered(from_client, chunk, acked)])
 
     def _untimed(self, number: int, line: bytes) -> None:
         if self.untimed is None:
