@@ -70,7 +70,8 @@ def test_capture_frame_time_no_clock_reads() -> None:
         (
             "response-after-cancel",
             3,
-            "server answered tools/call (id 3) an unknown time after the cancel, once the cancel had reached it",
+            "server answered tools/call (id 3) an unknown time after the cancel, once the cancel had reached it: "
+            "the reply itself says the request was cancelled (error code -32800, request cancelled)",
         ),
         (
             "implausible-time",

@@ -88,7 +88,7 @@ def test_report_option_errors_are_usage_errors(tmp_path: Path) -> None:
         (["--report", "junit"], "--report 'junit': expected FORMAT=FILE, e.g. junit=cancelwire.xml or md=-"),
         (
             ["--report", "xml=x"],
-            "--report 'xml=x': unknown format 'xml'; one of text, json, md, html, junit, sarif, github",
+            "--report 'xml=x': unknown format 'xml'; one of text, json, md, html, junit, sarif, github, otlp",
         ),
         (["--report", "md=-", "--report", "json=-"], "only one report can go to standard output (-)"),
         (["--report", f"md={tmp_path}/r", "--report", f"json={tmp_path}/r"], f"two reports would write {tmp_path}/r"),

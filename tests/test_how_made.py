@@ -56,7 +56,7 @@ def test_text(team: Path) -> None:
         "  not in force under 2025-06-18 over stdio (1 session), so nothing to say: cancel-notification-for-task, "
         "task-status-after-cancel, tasks-cancel-final-not-rejected, task-result-after-cancel, "
         "tasks-cancel-not-marked-cancelled, related-task-tag-missing, related-task-tag-redundant, "
-        "related-task-tag-mismatch",
+        "related-task-tag-mismatch, write-after-disconnect",
     ]
 
 

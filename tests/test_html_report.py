@@ -76,31 +76,33 @@ def test_sections_come_verdict_first_and_inventory_last(samples_html: str) -> No
         "how-made",
     ]
     inventory = samples_html.split('<section id="inputs">')[1]
-    assert inventory.startswith("\n<h2>Inputs and sessions</h2>\n<details>\n<summary>85 input(s)")
+    counted = re.match(r"\n<h2>Inputs and sessions</h2>\n<details>\n<summary>(\d+) input\(s\), (\d+) skipped;", inventory)
+    assert counted is not None  # every file of the folder, its READMEs and key logs among the skipped
+    assert int(counted[1]) == sum(p.is_file() for p in SAMPLES.rglob("*"))
 
 
 def test_the_first_screen_draws_the_call_of_the_worst_finding(samples_html: str) -> None:
     verdict = samples_html.split('<section id="verdict">')[1].split("</section>")[0]
     worst = verdict.split('<div class="worst-call">')[1]
     assert worst.startswith(
-        '\n<h2 id="worst-call">Worst cancelled call: <a href="#call-4">cancelled call 4</a></h2>\n'
-        '<p class="sub">tools/call slow_write · id 1 · late-result-violation (exact)</p>\n'
+        '\n<h2 id="worst-call">Worst cancelled call: <a href="#call-6">cancelled call 6</a></h2>\n'
+        '<p class="sub">tools/call append_ledger · id 3 · late-result-violation (exact)</p>\n'
     )
     assert worst.count('<svg class="sequence"') == 1
     first_listed = verdict.split('<ol class="worst">')[1].split("</li>")[0]
-    assert '(<a href="#call-4">cancelled call 4</a>)' in first_listed
+    assert '(<a href="#call-6">cancelled call 6</a>)' in first_listed
 
 
 def test_verdict_names_the_gate_that_decided(samples_html: str) -> None:
     verdict = samples_html.split('<section id="verdict">')[1].split("</section>")[0]
-    assert '<p class="verdict fail">FAIL: 23 new issue(s) at or above the gate (--fail-on error)</p>' in verdict
+    assert '<p class="verdict fail">FAIL: 28 new issue(s) at or above the gate (--fail-on error)</p>' in verdict
     assert re.findall(r"<li>(\d+ × [^<]*)</li>", verdict) == [
-        "5 × CW101 response-after-cancel (error finding)",
+        "8 × CW101 response-after-cancel (error finding)",
         "6 × CW102 progress-after-cancel (error finding)",
         "1 × CW104 cancel-of-initialize (error finding)",
         "1 × CW105 cancel-unknown-request (error finding)",
         "2 × CW111 cancel-notification-for-task (error finding)",
-        "2 × CW201 write-after-disconnect (error finding)",
+        "4 × CW201 write-after-disconnect (error finding)",
         "2 × CW202 stream-left-open-after-abandon (error finding)",
         "1 × CW301 non-json-on-stdio (error finding)",
         "1 × CW307 progress-after-completion (error finding)",
@@ -124,9 +126,11 @@ def test_verdict_of_an_outcome_gate_and_of_a_pass() -> None:
 def test_findings_are_worst_first_then_by_rule_id(samples_html: str) -> None:
     rows = _page(samples_html).rows
     order = [({"error": 0, "warning": 1, "info": 2}[str(r["data-severity"])], str(r["data-rule"])) for r in rows]
-    assert order == sorted(order) and len(rows) == 78
+    assert order == sorted(order)
+    assert len(rows) == 118
     assert [r["data-rule"] for r in rows][:3] == ["CW101", "CW101", "CW101"]
-    assert {r["data-outcome"] for r in rows} == {"", "late-result-violation", "outcome-unverified", "verified-by-read"}
+    outcomes = {"", "late-result-violation", "late-result-discarded", "outcome-unverified", "verified-by-read"}
+    assert {r["data-outcome"] for r in rows} == outcomes
 
 
 def test_every_link_resolves_and_findings_about_calls_link_them(samples_html: str) -> None:
@@ -134,14 +138,14 @@ def test_every_link_resolves_and_findings_about_calls_link_them(samples_html: st
     assert len(page.ids) == len(set(page.ids))
     assert sorted(set(page.links) - set(page.ids)) == []
     calls = [i for i in page.ids if re.fullmatch(r"call-\d+", i)]
-    assert calls == [f"call-{n}" for n in range(1, 38)]  # 4 tasks cancelled by tasks/cancel
+    assert calls == [f"call-{n}" for n in range(1, 60)]  # 4 tasks cancelled by tasks/cancel
     for row in page.rows:
         if row["data-outcome"]:
             assert f"call-{row['data-call']}" in calls
 
 
 def test_the_verifying_read_is_shown(samples_html: str) -> None:
-    call = samples_html.split('<section class="call" id="call-32">')[1].split("</section>")[0]
+    call = samples_html.split('<section class="call" id="call-54">')[1].split("</section>")[0]
     assert (
         '<p class="read">Verifying read: <b>read_ledger</b> answered at '
         '<span class="mono">sample_captures/stdio/sdk-cancel-then-verify-by-read.jsonl:11</span>, '
@@ -151,7 +155,7 @@ def test_the_verifying_read_is_shown(samples_html: str) -> None:
 
 
 def test_capture_calls_give_frames_and_the_wireshark_filter(samples_html: str) -> None:
-    call = samples_html.split('<section class="call" id="call-4">')[1].split("</section>")[0]  # after 3 HAR calls
+    call = samples_html.split('<section class="call" id="call-11">')[1].split("</section>")[0]  # bad-server-writes-after-disconnect
     shown = "frame.number in {4, 6, 8, 10, 12, 14, 16, 18, 20}"
     assert f"Wireshark display filter for this call: <code>{shown}</code>" in call
     assert "<b>client closed the stream</b>" in call and "stream-closed-by-client" not in call
@@ -210,15 +214,15 @@ def test_overview_charts_are_drawn_from_the_exchange_table(samples_html: str) ->
     ]
     outcomes = overview.split('<figure id="chart-outcomes">')[1].split("</figure>")[0]
     assert re.findall(r"<desc>([^<]*)</desc>", outcomes) == [
-        "late-result-violation: 13 call(s); outcome-unverified: 17 call(s); verified-by-read: 5 call(s); "
-        "clean: 2 call(s)"
+        "late-result-violation: 26 call(s); outcome-unverified: 19 call(s); late-result-discarded: 5 call(s); "
+        "verified-by-read: 7 call(s); clean: 2 call(s)"
     ]
     findings = overview.split('<figure id="chart-findings">')[1].split("</figure>")[0]
     desc = re.findall(r"<desc>([^<]*)</desc>", findings)[0]
-    assert desc.startswith("CW101 response-after-cancel: 13 finding(s) (5 error, 8 warning); CW102 progress-after")
-    assert desc.endswith("CW203 capture-ended-with-stream-open: 1 finding(s) (1 info)")  # later rules: past its rows
+    assert desc.startswith("CW101 response-after-cancel: 26 finding(s) (8 error, 18 warning); CW102 progress-after")
+    assert desc.endswith("CW103 late-result-race: 5 finding(s) (5 info)")  # later rules: past its rows
     latency = overview.split('<figure id="chart-latency">')[1].split("</figure>")[0]
-    assert "tools/list: median " in latency and "29 request(s) without a timed reply are not drawn." in latency
+    assert "tools/list: median " in latency and "33 request(s) without a timed reply are not drawn." in latency
     before = samples_html.split('<section id="overview">')[0]
     assert '<svg class="chart"' not in before  # the charts are in the overview (the verdict draws one call)
 

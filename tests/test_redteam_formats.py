@@ -32,11 +32,12 @@ def hostile_recording(folder: Path) -> Path:
         ("c2s", {"method": "notifications/cancelled", "params": {"requestId": 2, "reason": "user"}}),
         ("s2c", {"id": 2, "result": {"content": []}}),
     ]
+    offsets = (0.0, 0.01, 2.0, 3.0, 4.0)  # tools/list answered at once: the race window stays the default
     path = folder / NAME
     with path.open("w", encoding="utf-8") as out:
-        for number, (direction, message) in enumerate(messages):
+        for offset, (direction, message) in zip(offsets, messages, strict=True):
             line = json.dumps({"jsonrpc": "2.0", **message})
-            out.write(json.dumps({"ts": 1_700_000_000 + number, "dir": direction, "line": line}) + "\n")
+            out.write(json.dumps({"ts": 1_700_000_000 + offset, "dir": direction, "line": line}) + "\n")
     return path
 
 

@@ -39,18 +39,21 @@ def test_the_sample_audit_lists_no_rule_merely_out_of_force() -> None:
     with audit(["sample_captures/"]) as result:
         sections = _sections(render(result, "text"))
     not_judged = sections["Not judged"]
-    assert len(not_judged) == 6
+    assert len(not_judged) == 8
     assert not any("not in force" in line for line in not_judged)
     assert [line for line in not_judged if "so not judged" in line] == [
         line for line in not_judged if "cannot show" in line or "could not be read" in line
     ]
     made = [line for line in sections["How this report was made"] if "not in force" in line]
     assert [line.split(", so")[0] for line in made] == [
-        "  not in force under 2026-07-28 over streamable-http (10 sessions)",
-        "  not in force under 2026-07-28 over stdio (27 sessions)",
+        "  not in force under 2025-11-25 over stdio (30 sessions)",
+        "  not in force under 2026-07-28 over streamable-http (20 sessions)",
+        "  not in force under 2025-11-25 over streamable-http (17 sessions)",
+        "  not in force under 2026-07-28 over stdio (35 sessions)",
+        "  not in force under 2025-11-25 over http-sse (1 session)",
         "  not in force under 2025-06-18 over stdio (1 session)",
     ]
-    assert made[1].endswith(f"so nothing to say: cancel-of-initialize, {TASK_RULES}, id-reused")
+    assert made[3].endswith(f"so nothing to say: cancel-of-initialize, {TASK_RULES}, id-reused")
 
 
 def test_json_keeps_every_session_of_each_revisions_rule_set() -> None:
@@ -65,7 +68,7 @@ def test_json_keeps_every_session_of_each_revisions_rule_set() -> None:
         },
         {
             "reason": "not in force under 2025-06-18 over stdio",
-            "rules": ["cancel-notification-for-task", *TASK_RULES.split(", ")],
+            "rules": ["cancel-notification-for-task", *TASK_RULES.split(", "), "write-after-disconnect"],
             "sessions": [OLD],
         },
     ]

@@ -85,7 +85,8 @@ def test_whole_sample_folder_validates_and_unreadable_inputs_are_notifications(t
     # with four unverified tasks cancelled by tasks/cancel, and the Python SDK tasks' progress after it (CW102, CW204)
     # and the three client logs whose SDK gave up on a call and sent no cancel (CW507; its local error is no reply)
     # and sample_captures/redirect (CW101 twice, CW205, CW216 twice, CW217, CW506 twice)
-    assert len(log["runs"][0]["results"]) == 95
+    # and issue 18's samples: the Go SDK's (gosdk/, slow-link/), gzip bodies, the chrome-har HAR
+    assert len(log["runs"][0]["results"]) == 137
 
 
 @pytest.mark.parametrize(
