@@ -76,7 +76,9 @@ def test_sections_come_verdict_first_and_inventory_last(samples_html: str) -> No
         "how-made",
     ]
     inventory = samples_html.split('<section id="inputs">')[1]
-    counted = re.match(r"\n<h2>Inputs and sessions</h2>\n<details>\n<summary>(\d+) input\(s\), (\d+) skipped;", inventory)
+    counted = re.match(
+        r"\n<h2>Inputs and sessions</h2>\n<details>\n<summary>(\d+) input\(s\), (\d+) skipped;", inventory
+    )
     assert counted is not None  # every file of the folder, its READMEs and key logs among the skipped
     assert int(counted[1]) == sum(p.is_file() for p in SAMPLES.rglob("*"))
 
@@ -155,7 +157,9 @@ def test_the_verifying_read_is_shown(samples_html: str) -> None:
 
 
 def test_capture_calls_give_frames_and_the_wireshark_filter(samples_html: str) -> None:
-    call = samples_html.split('<section class="call" id="call-11">')[1].split("</section>")[0]  # bad-server-writes-after-disconnect
+    call = samples_html.split('<section class="call" id="call-11">')[1].split("</section>")[
+        0
+    ]  # bad-server-writes-after-disconnect
     shown = "frame.number in {4, 6, 8, 10, 12, 14, 16, 18, 20}"
     assert f"Wireshark display filter for this call: <code>{shown}</code>" in call
     assert "<b>client closed the stream</b>" in call and "stream-closed-by-client" not in call
