@@ -18,6 +18,8 @@ from .anomalies import AnomalyName
 from .events import Anomaly, Event, Message, MessageEvent, Origin, SessionStart, TransportEvent
 from .findings import CancelledCall, Finding, Mark
 from .kinds import (
+    TCP_ONLY_KINDS,
+    TRANSPORT_KINDS,
     CancelMechanism,
     Certainty,
     Direction,
@@ -39,6 +41,8 @@ from .timelines import CancelInfo, RequestTimeline, Session, TimelineEntry
 
 __all__ = [
     "REVISIONS",
+    "TCP_ONLY_KINDS",
+    "TRANSPORT_KINDS",
     "Anomaly",
     "AnomalyName",
     "CancelInfo",

@@ -164,6 +164,23 @@ class EntryKind(StrEnum):
     """`tasks/result` answered with a result that has content: the request's own result, delivered."""
 
 
+#: What a recording of HTTP messages rather than of TCP (a HAR, a proxy's or a client's own log) cannot show.
+TCP_ONLY_KINDS = frozenset(
+    {
+        EntryKind.STREAM_RESET_BY_CLIENT,
+        EntryKind.STREAM_RESET_BY_SERVER,
+        EntryKind.RECEIVE_WINDOW_ZERO,
+        EntryKind.SERVER_BYTES,
+    }
+)
+#: The transport's own entries: streams opened, closed and reset, and what TCP shows besides.
+TRANSPORT_KINDS = TCP_ONLY_KINDS | {
+    EntryKind.STREAM_OPENED,
+    EntryKind.STREAM_CLOSED_BY_CLIENT,
+    EntryKind.STREAM_CLOSED_BY_SERVER,
+}
+
+
 class Relation(StrEnum):
     """Where an entry stands relative to the cancel, decided once in reconstruction."""
 

@@ -45,7 +45,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import CancelwireError
-from ..model import CancelledCall, EntryKind, RequestId, RequestTimeline
+from ..model import TRANSPORT_KINDS, CancelledCall, EntryKind, RequestId, RequestTimeline
 from ..support.inert import CSV_FORMULA_STARTS, UNSAFE_CHARACTER, csv_cell
 
 CHUNK_ROWS = 50_000
@@ -75,19 +75,7 @@ COLUMNS: dict[str, str] = {
     "last_ts": "float64",
 }
 #: Transport facts, the recording's end and a caller given up on are no messages (for `last_ts`).
-_NOT_MESSAGES = frozenset(
-    {
-        EntryKind.STREAM_OPENED,
-        EntryKind.STREAM_CLOSED_BY_CLIENT,
-        EntryKind.STREAM_CLOSED_BY_SERVER,
-        EntryKind.STREAM_RESET_BY_CLIENT,
-        EntryKind.STREAM_RESET_BY_SERVER,
-        EntryKind.RECEIVE_WINDOW_ZERO,
-        EntryKind.SERVER_BYTES,
-        EntryKind.RECORDING_ENDED,
-        EntryKind.GAVE_UP,
-    }
-)
+_NOT_MESSAGES = TRANSPORT_KINDS | {EntryKind.RECORDING_ENDED, EntryKind.GAVE_UP}
 
 
 def row(timeline: RequestTimeline, cancelled: CancelledCall | None) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 
 from ...errors import InputError
-from ...model import Anomaly, AnomalyName, EntryKind, Event, Origin, SessionStart, Transport, Vantage
+from ...model import TCP_ONLY_KINDS, Anomaly, AnomalyName, Event, Origin, SessionStart, Transport, Vantage
 from ..base import ReadOptions
 from ..source import InputSource, InputStream, Seekable
 from ..text.hostlog import MAX_SESSIONS
@@ -50,14 +50,7 @@ MAX_REORDER = 100_000
 go, and a later, earlier event comes out of order (the report then says timestamps go backwards)."""
 MAX_REORDER_BYTES = 128 << 20
 """The entries (as JSON bytes) whose events are held at most: held events keep their parsed bodies."""
-UNRECORDED = frozenset(
-    {
-        EntryKind.STREAM_RESET_BY_CLIENT,
-        EntryKind.STREAM_RESET_BY_SERVER,
-        EntryKind.RECEIVE_WINDOW_ZERO,
-        EntryKind.SERVER_BYTES,
-    }
-)
+UNRECORDED = TCP_ONLY_KINDS
 _SNIFF = re.compile(rb'\A\s*\{\s*"log"\s*:\s*\{')
 #: `log.creator.name` (lower case) prefix -> where the file was written.
 _VANTAGES = (

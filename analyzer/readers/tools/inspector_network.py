@@ -32,10 +32,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ...model import (
+    TCP_ONLY_KINDS,
     Anomaly,
     AnomalyName,
     Direction,
-    EntryKind,
     Event,
     MessageEvent,
     MessageKind,
@@ -53,14 +53,7 @@ from ..http.sse import SseParser
 from ..text.hostlog import MAX_SESSIONS
 from .timing import Timed, Unreadable, later, timestamp
 
-UNRECORDED = frozenset(
-    {
-        EntryKind.STREAM_RESET_BY_CLIENT,
-        EntryKind.STREAM_RESET_BY_SERVER,
-        EntryKind.RECEIVE_WINDOW_ZERO,
-        EntryKind.SERVER_BYTES,
-    }
-)
+UNRECORDED = TCP_ONLY_KINDS
 _ABORT = re.compile(r"abort", re.IGNORECASE)
 _CUT = (" [truncated]", "[truncated JSON body withheld")
 _SESSION_CHARS = 128

@@ -34,23 +34,13 @@ from typing import Any
 
 import orjson
 
-from ...model import AnomalyName, Direction, EntryKind, Event, Transport, Vantage
+from ...model import TRANSPORT_KINDS, AnomalyName, Direction, Event, Transport, Vantage
 from ...model.jsonrpc import dumps, loads_any
 from ..base import InputSource, ReadOptions
 from ..lines import RawLine, source_lines
 from ..text.hostlog import MAX_SESSIONS, LogSessions, is_initialize_request
 
-UNRECORDED = frozenset(
-    {
-        EntryKind.STREAM_OPENED,
-        EntryKind.STREAM_CLOSED_BY_CLIENT,
-        EntryKind.STREAM_CLOSED_BY_SERVER,
-        EntryKind.STREAM_RESET_BY_CLIENT,
-        EntryKind.STREAM_RESET_BY_SERVER,
-        EntryKind.RECEIVE_WINDOW_ZERO,
-        EntryKind.SERVER_BYTES,
-    }
-)
+UNRECORDED = TRANSPORT_KINDS
 """What an mcpsnoop log cannot show: it records frames, never a close, reset or stall."""
 DIRECTIONS = {"c2s": Direction.C2S, "s2c": Direction.S2C, "stderr": None, "meta": None}
 TRANSPORTS = {"stdio": Transport.STDIO, "http": Transport.STREAMABLE_HTTP}
