@@ -191,19 +191,21 @@ def h1_bodies(out: Path, connections: int, mib: float) -> None:
     cap.close()
 
 
+def post(tcp: Tcp, message: dict[str, object], sid: str | None) -> None:
+    """A client's JSON-RPC POST on TCP, as the SDK's client sends it (session id and revision once known)."""
+    body = json.dumps(message).encode()
+    head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.2:8000\r\nContent-Type: application/json\r\n"
+    head += "Accept: application/json, text/event-stream\r\n"
+    if sid is not None:
+        head += f"Mcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-11-25\r\n"
+    tcp.send(True, f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+
+
 def h1_sse_event(out: Path, event: str, coding: str | None = None) -> None:
     """See the module doc (`h1-sse-event`; with `coding`, `h1-encoded`)."""
     cap = Pcapng(out)
     calls, cancels = Tcp(cap, 40000), Tcp(cap, 40001)
     session = "3f1c0b5e9d2a4c7e8f60a1b2c3d4e5f6"
-
-    def post(tcp: Tcp, message: dict[str, object], sid: str | None) -> None:
-        body = json.dumps(message).encode()
-        head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.2:8000\r\nContent-Type: application/json\r\n"
-        head += "Accept: application/json, text/event-stream\r\n"
-        if sid is not None:
-            head += f"Mcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-11-25\r\n"
-        tcp.send(True, f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
 
     init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "synth", "version": "1"}}
     post(calls, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}, None)

@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from h2.settings import SettingCodes
 from hyperframe.frame import PingFrame
-from synth_capture import H2Pair, Pcapng, Tcp, call
+from synth_capture import H2Pair, Pcapng, Tcp, call, post
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "fixtures" / "silence"
@@ -74,15 +74,6 @@ def ack(tcp: Tcp, from_client: bool) -> None:
 
 
 # -- HTTP/1.1 --------------------------------------------------------------------------------------------
-
-
-def post(tcp: Tcp, message: dict[str, object], session: str | None) -> None:
-    body = json.dumps(message).encode()
-    head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.2:8000\r\nContent-Type: application/json\r\n"
-    head += "Accept: application/json, text/event-stream\r\n"
-    if session is not None:
-        head += f"Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: {VERSION}\r\n"
-    tcp.send(True, f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
 
 
 def json_answer(message: dict[str, object], extra: str = "") -> bytes:
