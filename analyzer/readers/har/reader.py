@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 
 from ...errors import InputError
-from ...model import TCP_ONLY_KINDS, Anomaly, AnomalyName, Event, Origin, SessionStart, Transport, Vantage
+from ...model import TCP_ONLY_KINDS, Anomaly, AnomalyName, EntryKind, Event, Origin, SessionStart, Transport, Vantage
 from ..base import ReadOptions
 from ..source import InputSource, InputStream, Seekable
 from ..text.hostlog import MAX_SESSIONS
@@ -151,9 +151,18 @@ def _not_har(source: InputSource, scanner: Scanner, exc: HarSyntaxError | None) 
 class HarEvents:
     """Entries -> events in time order, with `seq`, sessions and their `SessionStart`s."""
 
-    def __init__(self, source: str, options: ReadOptions) -> None:
+    def __init__(
+        self,
+        source: str,
+        options: ReadOptions,
+        *,
+        input_format: str = "har",
+        unrecorded: frozenset[EntryKind] = UNRECORDED,
+    ) -> None:
         self.source = source
         self.options = options
+        self.input_format = input_format
+        self.unrecorded = unrecorded
         self._let_go = -math.inf
         """The latest time of an event let go so far."""
         self._forced = False
@@ -190,6 +199,10 @@ class HarEvents:
         except EntryProblem as exc:
             yield self.anomaly(piece.line, AnomalyName.HAR_ENTRY_UNREADABLE, f"entry {piece.index} skipped: {exc}")
             return
+        yield from self.exchange(exchange, len(piece.data))
+
+    def exchange(self, exchange: HarExchange, size: int) -> Iterator[Event]:
+        """One exchange (of `size` bytes in the file) into the time order."""
         origin = self.origin(exchange)
         entry = exchange_events(exchange, origin, self.source)
         if entry is None:
@@ -197,7 +210,7 @@ class HarEvents:
         self.mcp += 1
         if entry.legacy:
             self._legacy.add(entry.key)  # bounded: a key is added once, and keys are capped at MAX_SESSIONS
-        weight = len(piece.data) // max(1, len(entry.timed))
+        weight = size // max(1, len(entry.timed))
         earliest = min((ts for ts, _ in entry.timed), default=math.inf)
         if earliest < self._let_go:
             yield from self._hold(self._out_of_order(exchange.index, earliest, entry.key, origin))
@@ -277,9 +290,9 @@ class HarEvents:
                 session_key=key,
                 transport=Transport.HTTP_SSE if legacy else Transport.STREAMABLE_HTTP,
                 vantage=self.vantage,
-                input_format="har",
+                input_format=self.input_format,
                 label=key.partition("#")[2],
-                unrecorded=UNRECORDED | LEGACY_UNRECORDED if legacy else UNRECORDED,
+                unrecorded=self.unrecorded | LEGACY_UNRECORDED if legacy else self.unrecorded,
             )
         self.seq += 1
         yield item.make(self.seq, key)
