@@ -26,7 +26,7 @@ def _events(path: Path) -> list[Any]:
 def _findings(report: dict[str, Any]) -> list[tuple[Any, ...]]:
     """(rule id, certainty, request id, evidence flows) of each finding."""
     return [
-        (f["rule_id"], f["certainty"], f["request_id"], [e["frame"] for e in f["evidence"]]) for f in report["findings"]
+        (f["rule_id"], f["certainty"], f["request_id"], [e["line"] for e in f["evidence"]]) for f in report["findings"]
     ]
 
 
@@ -95,7 +95,7 @@ def test_client_disconnected_is_the_cancel(monkeypatch: pytest.MonkeyPatch) -> N
     assert _findings(report) == []
     assert _cancels(report) == [(2, "disconnect", "outcome-unverified", "exact")]
     closes = [e for e in _events(SAMPLES / "mitmdump-sdk-cancel-close-stream.flows") if isinstance(e, TransportEvent)]
-    ((kind, frame, detail),) = [(e.kind, e.origin.frame, e.detail) for e in closes]
+    ((kind, frame, detail),) = [(e.kind, e.origin.line, e.detail) for e in closes]
     assert (kind, frame) == (TransportKind.CLOSED_BY_CLIENT, 2)
     assert detail == "flow 2: the flow file records 'Client disconnected.': the client gave up on the request"
 
@@ -175,7 +175,7 @@ def test_older_flow_formats_read_alike(tmp_path: Path, version: Any) -> None:
     path = _write(tmp_path, *(_as_version(f, version) for f in flows))
 
     def messages(events: list[Any]) -> list[tuple[Any, ...]]:
-        return [(e.origin.frame, e.message.id, e.message.method) for e in events if isinstance(e, MessageEvent)]
+        return [(e.origin.line, e.message.id, e.message.method) for e in events if isinstance(e, MessageEvent)]
 
     assert messages(_events(path)) == messages(_events(SAMPLES / "mitmdump-sdk-cancel-notification.flows"))
 
@@ -184,12 +184,12 @@ def test_a_newer_or_unknown_version_is_named(tmp_path: Path) -> None:
     (flow, *_) = _flows(CLEAN)
     path = _write(tmp_path, {**flow, "version": 22}, {**flow, "version": "x"}, flow)
     bad = [e for e in _events(path) if isinstance(e, Anomaly)]
-    assert [(e.name, e.origin.frame) for e in bad] == [
+    assert [(e.name, e.origin.line) for e in bad] == [
         (AnomalyName.INPUT_BAD_RECORD, 1),
         (AnomalyName.INPUT_BAD_RECORD, 2),
     ]
     assert "flow format version 22 is newer than cancelwire reads (up to 21)" in bad[0].detail
-    assert [e.origin.frame for e in _events(path) if isinstance(e, MessageEvent)] == [3, 3]
+    assert [e.origin.line for e in _events(path) if isinstance(e, MessageEvent)] == [3, 3]
 
 
 # -- hostile files: a clear error naming the flow and its byte, the rest analysed ---------------------------
@@ -278,8 +278,8 @@ def test_a_bad_flow_is_skipped_and_the_rest_read(tmp_path: Path, flow: bytes, de
     path = _write(tmp_path, good[0], flow, good[1])
     events = _events(path)
     (bad,) = [e for e in events if isinstance(e, Anomaly) and e.name is AnomalyName.INPUT_BAD_RECORD]
-    assert bad.origin.frame == 2 and bad.detail.startswith("flow 2 (byte ") and detail in bad.detail
-    assert [e.origin.frame for e in events if isinstance(e, MessageEvent)] == [1, 1, 3]
+    assert bad.origin.line == 2 and bad.detail.startswith("flow 2 (byte ") and detail in bad.detail
+    assert [e.origin.line for e in events if isinstance(e, MessageEvent)] == [1, 1, 3]
 
 
 def test_flows_without_mcp_say_so(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ HTTP either is the cancel itself from 2026-07-28. A body mitmproxy streamed is n
 or an addon's `flow.response.stream`, which an SSE session through mitmproxy needs to run live): such a
 response is named (CW928 `har-body-not-recorded`, as for a HAR without the body) and its request left out.
 
-Evidence is `FILE#N`, the Nth flow of the file. The vantage is a proxy's; sessions are keyed by
+Evidence is `FILE:N`, the Nth flow of the file (a flow file has no lines; a frame number would send a reader to
+Wireshark). The vantage is a proxy's; sessions are keyed by
 `Mcp-Session-Id`, else by the upstream host. Times are mitmproxy's clock at each end of each message (the
 request's and the response's `timestamp_start` and `timestamp_end`, the error's `timestamp`); SSE events
 within a kept body carry no time of their own (placed as in a HAR: at the first byte, the last at the end).
@@ -78,7 +79,7 @@ class MitmproxyReader:
 
 
 class _FlowEvents(HarEvents):
-    """The HAR reader's ordering, with a flow's number as its evidence (`FILE#N`)."""
+    """The HAR reader's ordering, with a flow's number as its evidence (`FILE:N`: a flow file has no lines)."""
 
     def flow(self, number: int, offset: int, data: bytes) -> Iterator[Event]:
         try:
@@ -91,11 +92,11 @@ class _FlowEvents(HarEvents):
             yield from self.exchange(exchange, len(data))
 
     def origin(self, exchange: HarExchange) -> Origin:
-        return Origin(self.source, frame=exchange.index)
+        return Origin(self.source, line=exchange.index)
 
     def bad(self, number: int, name: AnomalyName, detail: str) -> Anomaly:
         self.seq += 1
-        return Anomaly(self.seq, None, Origin(self.source, frame=max(1, number)), None, name, detail)
+        return Anomaly(self.seq, None, Origin(self.source, line=max(1, number)), None, name, detail)
 
     def finish(self, entries: int) -> Iterator[Event]:
         while self._heap:  # every held event, in time order
