@@ -156,8 +156,9 @@ def test_sniffed() -> None:
 
 
 def _as_version(flow: dict[str, Any], version: Any) -> dict[Any, Any]:
-    """A format 21 flow in the layout of an older format, as mitmproxy's io/compat.py migrates from it:
-    bytes keys before (0, 18), `code` for the status before (0, 14)."""
+    """A format 21 flow with the fields cancelwire reads as an older format held them (mitmproxy's io/compat.py
+    migrates from these): bytes keys before (0, 18), `code` for the status before (0, 14). The connection fields,
+    which cancelwire does not read, stay as format 21 has them (so mitmproxy itself would refuse the file)."""
     old: dict[Any, Any] = {**flow, "version": version}
     if isinstance(version, list) and tuple(version) < (0, 18):
         response = dict(old["response"])

@@ -63,14 +63,14 @@ def next_flow(stream: ByteStream, offset: int, name: str) -> bytes | None:
 
 def parse(data: bytes, offset: int) -> Any:
     """The value `data` holds (one whole value, as `next_flow` gives it), or `TnetError`."""
-    reader = _Parser(memoryview(data), offset)
+    reader = _Tnet(memoryview(data), offset)
     value, end = reader.value(0, len(data), 0)
     if end != len(data):
         raise TnetError("bytes after the value", offset + end)
     return value
 
 
-class _Parser:
+class _Tnet:
     def __init__(self, data: memoryview, offset: int) -> None:
         self.data = data
         self.offset = offset
