@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import re
 from pathlib import Path
 from typing import Any
@@ -299,3 +300,18 @@ def test_hostile_text_is_bounded(tmp_path: Path) -> None:
     (start,) = [e for e in events if isinstance(e, SessionStart)]
     assert len(start.session_key) < 400
     assert not any(re.search(r"h{300}", str(e)) for e in events)
+
+
+def test_one_pass_and_by_start_agree(tmp_path: Path) -> None:
+    """A file on disk is read by start (two passes); a gzip one in one pass, held in the reorder buffer: the same
+    events come out, in the same order."""
+    plain = SAMPLES / "mitmdump-sdk-streamed-cancel-notification.flows"
+    packed = tmp_path / "flows.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+
+    def shown(path: Path) -> list[tuple[Any, ...]]:
+        return [(type(e).__name__, e.ts, e.origin.line, e.session_key.rsplit("#")[-1]) for e in _events(path)]
+
+    assert shown(packed) == shown(plain)
+    times = [ts for _, ts, *_ in shown(plain) if ts is not None]
+    assert times == sorted(times) and len(times) == 10

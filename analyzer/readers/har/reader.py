@@ -123,7 +123,7 @@ class HarReader:
         _not_har(source, scanner, None)
         order = index.by_start()
         for n, at in enumerate(order):
-            data = _read_at(source, raw, base + index.offsets[at], index.sizes[at])
+            data = read_at(source, raw, base + index.offsets[at], index.sizes[at])
             yield from events.piece(Piece(Part.ENTRY, index.numbers[at], index.lines[at], index.offsets[at], data))
             yield from events.release(index.next_start(order, n))
         if broken is not None:
@@ -131,7 +131,7 @@ class HarReader:
         yield from events.finish(scanner.entries)
 
 
-def _read_at(source: InputSource, raw: Seekable, offset: int, size: int) -> bytes:
+def read_at(source: InputSource, raw: Seekable, offset: int, size: int) -> bytes:
     try:
         raw.seek(offset)
         return raw.read(size)

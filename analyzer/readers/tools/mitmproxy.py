@@ -26,20 +26,26 @@ named; a frame that cannot be followed (a cut file, a length past `MAX_FLOW_BYTE
 
 from __future__ import annotations
 
+import math
 import re
+from array import array
 from collections.abc import Iterator
 
 from ...errors import InputError
 from ...model import TCP_ONLY_KINDS, Anomaly, AnomalyName, EntryKind, Event, Origin, Vantage
 from ..base import InputSource, ReadOptions
 from ..har.entry import HarExchange
-from ..har.reader import HarEvents
+from ..har.reader import HarEvents, read_at
+from ..source import InputStream, Seekable
 from .mitmproxy_flow import FlowProblem, http_flow
 from .mitmproxy_tnetstring import TnetError, next_flow, parse, stopped
 
 UNRECORDED = TCP_ONLY_KINDS - {EntryKind.STREAM_RESET_BY_CLIENT}
 """What a flow file cannot show: it records a client's HTTP/2 reset, not TCP nor a server's reset."""
 _SNIFF = re.compile(rb"\A[1-9]\d{0,9}:([1-9]\d?):")
+_CREATED = re.compile(rb"17:timestamp_created;\d{1,2}:([0-9.e+-]{1,40})\^")
+_CREATED_WITHIN = 64 << 10
+"""Where a flow's `timestamp_created` is looked for: mitmproxy writes it before the request and its bodies."""
 _KEY = re.compile(rb"[A-Za-z_]{1,40}")
 
 
@@ -57,6 +63,10 @@ class MitmproxyReader:
     def read(self, source: InputSource, options: ReadOptions) -> Iterator[Event]:
         flows = _FlowEvents(source.name, options, input_format=self.name, unrecorded=UNRECORDED)
         flows.vantage = options.session_vantage(Vantage.PROXY)
+        with source.seekable() as plain:
+            if plain is not None:
+                yield from _by_start(source, flows, *plain)
+                return
         number, offset = 0, 0
         with source.open_binary(options.inflate) as stream:
             while True:
@@ -64,9 +74,7 @@ class MitmproxyReader:
                     data = next_flow(stream, offset, source.name)
                 except TnetError as exc:
                     yield from flows.finish(number)
-                    if number == 0:
-                        raise InputError(source.name, f"not a mitmproxy flow file: {exc.what}") from None
-                    raise stopped(source.name, number + 1, exc) from None
+                    raise _broken(source, number, exc) from None
                 if data is None:
                     break
                 number += 1
@@ -76,6 +84,52 @@ class MitmproxyReader:
         if problem is not None:  # a damaged or capped .gz: why the file ended early
             yield flows.bad(number, problem.name, problem.detail)
         yield from flows.finish(number)
+
+
+def _by_start(source: InputSource, flows: _FlowEvents, raw: Seekable, base: int) -> Iterator[Event]:
+    """A flow file on disk, its flows read in the order they started: mitmdump writes a flow when it ends, so a
+    long call comes long after the cancel that names it. A first pass notes where each flow is and when it was
+    created (its `timestamp_created`, at or before any of its events; -inf without one, so read first); the
+    second reads them in that order, and an event leaves the time order once no flow still to read was created
+    before it. Memory: the events of the flows open at that time, and 32 bytes per flow."""
+    raw.seek(base)
+    stream = InputStream(source.name, raw)
+    starts, offsets, sizes = array("d"), array("q"), array("q")
+    broken: TnetError | None = None
+    offset = 0
+    while True:
+        try:
+            data = next_flow(stream, offset, source.name)
+        except TnetError as exc:
+            broken = exc
+            break
+        if data is None:
+            break
+        found = _CREATED.search(data, 0, _CREATED_WITHIN)
+        starts.append(_created(found.group(1)) if found else -math.inf)
+        offsets.append(offset)
+        sizes.append(len(data))
+        offset += len(data)
+    order = sorted(range(len(starts)), key=starts.__getitem__)
+    for n, at in enumerate(order):
+        yield from flows.flow(at + 1, offsets[at], read_at(source, raw, base + offsets[at], sizes[at]))
+        yield from flows.release(starts[order[n + 1]] if n + 1 < len(order) else math.inf)
+    yield from flows.finish(len(starts))
+    if broken is not None:
+        raise _broken(source, len(starts), broken)
+
+
+def _created(text: bytes) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return -math.inf
+
+
+def _broken(source: InputSource, read: int, exc: TnetError) -> InputError:
+    if read == 0:
+        return InputError(source.name, f"not a mitmproxy flow file: {exc.what}")
+    return stopped(source.name, read + 1, exc)
 
 
 class _FlowEvents(HarEvents):

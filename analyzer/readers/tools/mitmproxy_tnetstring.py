@@ -63,7 +63,7 @@ def next_flow(stream: ByteStream, offset: int, name: str) -> bytes | None:
 
 def parse(data: bytes, offset: int) -> Any:
     """The value `data` holds (one whole value, as `next_flow` gives it), or `TnetError`."""
-    reader = _Tnet(memoryview(data), offset)
+    reader = _Tnet(data, offset)
     value, end = reader.value(0, len(data), 0)
     if end != len(data):
         raise TnetError("bytes after the value", offset + end)
@@ -71,39 +71,43 @@ def parse(data: bytes, offset: int) -> Any:
 
 
 class _Tnet:
-    def __init__(self, data: memoryview, offset: int) -> None:
+    """One flow's bytes, parsed in place (slices of `data`, no copies of containers)."""
+
+    def __init__(self, data: bytes, offset: int) -> None:
         self.data = data
         self.offset = offset
         self.values = 0
 
     def value(self, at: int, end: int, depth: int) -> tuple[Any, int]:
-        """The value starting at `at` (within `end`) and where the next one starts."""
+        """The value starting at `at` (its tag before `end`) and where the next one starts."""
         if depth > MAX_DEPTH:
             raise TnetError(f"nested deeper than {MAX_DEPTH} levels", self.offset + at)
         self.values += 1
         if self.values > MAX_VALUES:
             raise TnetError(f"more than {MAX_VALUES} values in one flow", self.offset + at)
-        colon = bytes(self.data[at : min(end, at + _PREFIX_DIGITS + 1)]).find(b":")
-        digits = bytes(self.data[at : at + colon]) if colon > 0 else b""
-        if not digits.isdigit() or not digits.isascii():
+        data = self.data
+        colon = data.find(b":", at, min(end, at + _PREFIX_DIGITS + 1))
+        digits = data[at:colon]
+        if colon <= at or not digits.isdigit():
             raise TnetError("a value without its length prefix", self.offset + at)
-        start = at + colon + 1
+        start = colon + 1
         stop = start + int(digits)
         if stop >= end:
             raise TnetError(f"a value of {int(digits)} bytes that runs past its container", self.offset + at)
-        return self.typed(self.data[stop], start, stop, depth), stop + 1
+        tag = data[stop]
+        if tag == 0x2C:  # , bytes: the most common, read here
+            return data[start:stop], stop + 1
+        return self.typed(tag, start, stop, depth), stop + 1
 
     def typed(self, tag: int, start: int, stop: int, depth: int) -> Any:
-        raw = self.data[start:stop]
-        if tag == 0x2C:  # ,
-            return bytes(raw)
+        raw = self.data[start:stop] if tag not in (0x5D, 0x7D) else b""
         if tag == 0x3B:  # ;
-            return bytes(raw).decode("utf-8", "replace")
+            return raw.decode("utf-8", "replace")
         if tag in (0x23, 0x5E):  # # ^
-            return self.number(bytes(raw), tag == 0x23, start)
-        if tag == 0x21 and bytes(raw) in (b"true", b"false"):  # !
-            return bytes(raw) == b"true"
-        if tag == 0x7E and not raw:  # ~
+            return self.number(raw, tag == 0x23, start)
+        if tag == 0x21 and raw in (b"true", b"false"):  # !
+            return raw == b"true"
+        if tag == 0x7E and start == stop:  # ~
             return None
         if tag == 0x5D:  # ]
             items = []
