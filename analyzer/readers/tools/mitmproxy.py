@@ -2,7 +2,8 @@
 writes, one tnetstring dict per flow (`mitmproxy_tnetstring`), in the order flows ended.
 
 Each HTTP flow is read as the HAR reader reads an entry (`mitmproxy_flow` makes a `HarExchange` of it, and
-`har.reader.HarEvents` puts the events of all flows in time order, within the same bound), so a flow says
+`har.reader.HarEvents` puts the events of all flows in time order: a file on disk read by start, `_by_start`; a
+gzip file or a pipe in one pass, within the reorder buffer's bound), so a flow says
 what a HAR entry says, with mitmproxy's own words: its `error` records how the client left. "Client
 disconnected." (HTTP/1.1: the client closed the connection before the response ended) is the client's close
 of the request's stream, and "stream reset by client (CANCEL)" (HTTP/2) its reset of the stream: on Streamable
