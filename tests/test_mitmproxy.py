@@ -315,3 +315,15 @@ def test_one_pass_and_by_start_agree(tmp_path: Path) -> None:
     assert shown(packed) == shown(plain)
     times = [ts for _, ts, *_ in shown(plain) if ts is not None]
     assert times == sorted(times) and len(times) == 10
+
+
+def test_a_reset_with_http2_on_both_sides_is_no_cancel(tmp_path: Path) -> None:
+    """mitmproxy 11 words a server's reset "stream reset by client" too: with HTTP/2 to the server as well, it
+    cannot say who reset the stream, so the call got no response (CW215), named, and is not a cancel."""
+    (flow,) = _flows(SAMPLES / "mitmdump-h2-client-resets-stream.flows")
+    path = _write(tmp_path, {**flow, "server_conn": {**flow["server_conn"], "alpn": b"h2"}})
+    events = _events(path)
+    assert not [e for e in events if isinstance(e, TransportEvent)]
+    (failed,) = [e for e in events if isinstance(e, Anomaly)]
+    assert failed.name is AnomalyName.HAR_REQUEST_FAILED
+    assert "(stream reset by client (CANCEL) (mitmproxy writes this for a reset by either peer" in failed.detail

@@ -30,8 +30,15 @@ OLDEST = (0, 11)
 MAX_HEADERS = 1000
 CLIENT_GONE = "Client disconnected."
 RESET = "stream reset by client"
+BOTH_H2 = (
+    "mitmproxy writes this for a reset by either peer when it speaks HTTP/2 to both, so which one reset the "
+    "stream is not recorded"
+)
 STREAMED = "mitmproxy streamed it (stream_large_bodies, or an addon's flow.response.stream), so stored none"
 UNENDED = "the response had not ended when mitmproxy wrote the flow; it stores a body only once it ends"
+
+
+_Ended = tuple[str | None, float | None, bool]
 
 
 class FlowProblem(ValueError):
@@ -51,14 +58,11 @@ def http_flow(state: Any, number: int) -> HarExchange | None:
         raise FlowProblem("an HTTP flow without its request")
     response = state.get("response")
     response = response if isinstance(response, dict) else {}
-    error = state.get("error")
-    error = error if isinstance(error, dict) else {}
     started = _time(request.get("timestamp_start"), "the request's timestamp_start")
     sent = _when(request.get("timestamp_end")) or started
     first_byte = _when(response.get("timestamp_start")) or sent
     ended = _when(response.get("timestamp_end"))
-    failed = _when(error.get("timestamp"))
-    message = _text(error.get("msg"), "")[:200] or None
+    message, failed, reset = _error(state, request, version)
     request_headers, response_headers = _headers(request.get("headers")), _headers(response.get("headers"))
     status = response.get("status_code", response.get("code"))
     status = status if isinstance(status, int) and not isinstance(status, bool) and 0 < status < 1000 else 0
@@ -86,11 +90,22 @@ def http_flow(state: Any, number: int) -> HarExchange | None:
         response_size=len(body) if isinstance(body, bytes | str) else -1,
         error=message,
         response_timed=True,
-        reset_by_client=message is not None and message.startswith(RESET) and _http2(request, version),
+        reset_by_client=reset,
         recording="the flow file",
         unit="flow",
         missing=STREAMED if ended is not None and message is None else UNENDED,
     )
+
+
+def _error(state: dict[str, Any], request: dict[str, Any], version: int | tuple[int, ...]) -> _Ended:
+    """The flow's error message, its time, and whether it is the client's HTTP/2 reset."""
+    error = state.get("error")
+    error = error if isinstance(error, dict) else {}
+    message = _text(error.get("msg"), "")[:200] or None
+    reset = message is not None and message.startswith(RESET) and _http2(request, version)
+    if reset and _upstream_h2(state):
+        message, reset = f"{message} ({BOTH_H2})", False
+    return message, _when(error.get("timestamp")), reset
 
 
 def _version(value: Any) -> int | tuple[int, ...]:
@@ -109,6 +124,12 @@ def _version(value: Any) -> int | tuple[int, ...]:
 def _http2(request: dict[str, Any], version: int | tuple[int, ...]) -> bool:
     """The client side spoke HTTP/2 (mitmproxy's reset message names the client only then)."""
     return isinstance(version, int) and _text(request.get("http_version"), "") == "HTTP/2.0"
+
+
+def _upstream_h2(state: dict[str, Any]) -> bool:
+    """mitmproxy spoke HTTP/2 to the server too: its reset message is then the same for either peer's reset."""
+    server = state.get("server_conn")
+    return isinstance(server, dict) and _text(server.get("alpn"), "") == "h2"
 
 
 def _text(value: Any, default: str) -> str:
