@@ -40,7 +40,8 @@ class SkipKind(StrEnum):
 
     NOT_IN_FORCE = "not-in-force"
     """The session's revision (over its transport) gives the rule no level: it was judged, with nothing to
-    say. The reports name the revision's rule set once, not under "Not judged"."""
+    say. The reports name the revision's rule set once, not under "Not judged". A rule no session over
+    that transport can raise under any revision (`Rule.applies_over`: CW201 on stdio) is not named."""
     UNRECORDED = "unrecorded"
     """The recording cannot show what the rule's verdict rests on (or a reply could not be read)."""
 
@@ -86,7 +87,7 @@ class Engine:
         self, rule: Rule, revision: Revision | None, transport: Transport | None, session: str | None
     ) -> Level | None:
         level = rule.level_for(revision, transport)
-        if level is None and session is not None and revision is not None:
+        if level is None and session is not None and revision is not None and rule.applies_over(transport):
             where = f"{revision} over {transport}" if transport else str(revision)
             self.skips.setdefault(
                 (rule.id, session),
