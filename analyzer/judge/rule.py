@@ -154,6 +154,14 @@ class Rule:
         found = levels_of(value, transport)
         return found[0] if len(found) == 1 else (min(found, key=LEVEL_ORDER.__getitem__) if found else None)
 
+    def transports_in_force(self, revision: Revision) -> tuple[Transport, ...]:
+        """The transports `revision` puts the rule in force over when it leaves it out of force over others;
+        empty when the revision gives it a level over every transport, or over none."""
+        value = self.levels.get(revision)
+        if value is None or isinstance(value, Level) or len(value) == len(Transport):
+            return ()
+        return tuple(value)
+
     def applies_over(self, transport: Transport | None) -> bool:
         """Whether a session over `transport` can raise the rule under some revision: one gives it a level
         over that transport, and each event a timeline rule's condition needs first (`on`, or `after` and
