@@ -184,6 +184,20 @@ def test_retries_wait_as_told_within_the_timeout(tmp_path: Path, capsys: pytest.
         assert len(receiver.seen) == otlp_http.MAX_ATTEMPTS
 
 
+def test_a_failure_after_some_requests_says_what_was_taken(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(otlp_http, "MAX_SPANS", 3)
+    with Receiver([OK, (413, {}, b"too large")]) as receiver:
+        status, err = _audit(capsys, "--otlp-endpoint", receiver.url)
+    assert status == 2
+    assert [
+        len(ExportTraceServiceRequest.FromString(body).resource_spans[0].scope_spans[0].spans)
+        for *_, body in receiver.seen
+    ] == [3, 1]
+    assert "answered 413 Request Entity Too Large: too large (after 3 span(s) were taken)" in err
+
+
 def test_a_partial_success_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     answer = ExportTraceServiceResponse()
     answer.partial_success.rejected_spans = 2

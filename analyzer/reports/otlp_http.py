@@ -144,8 +144,13 @@ def send(
     encode = _protobuf if protocol == "http/protobuf" else _json
     sent = requests = rejected = 0
     said = ""
-    for batch, spans in batches(document):
-        answer = _deliver(target, encode(batch), protocol, headers, timeout, sleep)
+    for batch, spans in batches(document, MAX_SPANS):
+        try:
+            answer = _deliver(target, encode(batch), protocol, headers, timeout, sleep)
+        except OtlpSendError as exc:
+            if sent:
+                raise OtlpSendError(f"{exc.message} (after {sent} span(s) were taken)", exc.hint) from None
+            raise
         lost, message = _partial(answer, protocol)
         sent, requests, rejected = sent + spans, requests + 1, rejected + lost
         said = said or message
