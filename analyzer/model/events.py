@@ -90,6 +90,9 @@ class SessionStart:
     """Positions (`seq`) of messages a second recording proves crossed their request's cancel in flight:
     the receiver wrote them before it read the cancel, the canceller's side saw them after it sent it
     (`--merge`, merge/crossing.py). They are CROSSING, and EXACT."""
+    session_id: str | None = None
+    """The id the transport gave the session: its `Mcp-Session-Id`, or a legacy HTTP+SSE endpoint's
+    `sessionId`; None on stdio, and when the recording does not show one (it is then keyed otherwise)."""
 
 
 @record
