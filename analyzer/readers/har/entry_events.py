@@ -75,6 +75,8 @@ class EntryEvents:
     """The entry belongs to an HTTP+SSE (2024-11-05) session: a request POSTed and accepted without its
     reply (which goes on the session's SSE stream), or that stream itself. Such a stream is not read
     (docs/har.md), so the session's replies are not recorded (`LEGACY_UNRECORDED`)."""
+    session_id: str | None = None
+    """The `Mcp-Session-Id` that keyed it, if one did (`SessionStart.session_id`)."""
 
 
 def exchange_events(ex: HarExchange, origin: Origin, source: str) -> EntryEvents | None:
@@ -106,10 +108,10 @@ def exchange_events(ex: HarExchange, origin: Origin, source: str) -> EntryEvents
             AnomalyName.HAR_BODY_NOT_RECORDED, what, ex.ended, request_id, method, Side.CLIENT, reply_unread=True
         )
         build.timed.append((ex.ended, anomaly))
-        return EntryEvents(key, build.timed, legacy=False)
+        return EntryEvents(key, build.timed, legacy=False, session_id=session.session_id)
     if aborted:
         _aborted(build, sse, request_id, method)
-        return EntryEvents(key, build.timed, legacy=False)
+        return EntryEvents(key, build.timed, legacy=False, session_id=session.session_id)
     if ex.status >= 400 and ex.method == "POST":
         what = f"{build.name}: HTTP {ex.status} to POST {ex.url}"
         build.timed.append(
@@ -137,7 +139,7 @@ def exchange_events(ex: HarExchange, origin: Origin, source: str) -> EntryEvents
         build.body(ex.response_body, Direction.S2C, ex.first_byte, "response body")
     if ex.status == 0:
         build.timed.append(_no_response(build, request_id, method))
-    return EntryEvents(key, build.timed, legacy)
+    return EntryEvents(key, build.timed, legacy, session.session_id)
 
 
 def _endpoint_session(ex: HarExchange) -> str | None:

@@ -175,6 +175,8 @@ class HarEvents:
         self._order = 0
         self._started: set[str] = set()
         self._legacy: set[str] = set()
+        self._ids: dict[str, str] = {}
+        """Session key → the `Mcp-Session-Id` that keyed it (as many as sessions: MAX_SESSIONS)."""
         """Sessions seen to be HTTP+SSE (2024-11-05): see `entry_events.EntryEvents.legacy`."""
 
     def piece(self, piece: Piece) -> Iterator[Event]:
@@ -210,6 +212,8 @@ class HarEvents:
         self.mcp += 1
         if entry.legacy:
             self._legacy.add(entry.key)  # bounded: a key is added once, and keys are capped at MAX_SESSIONS
+        if entry.session_id and entry.key not in self._ids and len(self._ids) < MAX_SESSIONS:
+            self._ids[entry.key] = entry.session_id
         weight = size // max(1, len(entry.timed))
         earliest = min((ts for ts, _ in entry.timed), default=math.inf)
         if earliest < self._let_go:
@@ -293,6 +297,7 @@ class HarEvents:
                 input_format=self.input_format,
                 label=key.partition("#")[2],
                 unrecorded=self.unrecorded | LEGACY_UNRECORDED if legacy else self.unrecorded,
+                session_id=self._ids.get(key),
             )
         self.seq += 1
         yield item.make(self.seq, key)
