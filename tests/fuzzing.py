@@ -91,6 +91,10 @@ READER_SAMPLES: dict[str, tuple[str, ...]] = {
         "tests/fixtures/inspector/history-late-result-after-cancel.json",
         "tests/fixtures/inspector/network-sdk-cancel-notification.json",
     ),
+    "mitmproxy": (
+        "sample_captures/mitmproxy/mitmdump-sdk-cancel-notification.flows",
+        "sample_captures/mitmproxy/mitmdump-h2-client-resets-stream.flows",
+    ),
     "pcap": (
         "sample_captures/http/sdk-http-cancel-close-stream.pcapng",
         "sample_captures/http/bad-server-writes-after-disconnect.pcapng",
