@@ -36,7 +36,7 @@ from ..model import (
     TransportEvent,
     Vantage,
 )
-from . import align, crossing
+from . import align, crossing, spans
 from .align import Contribution, Item, MergeSummary, Travel
 from .facts import POSITION, Evidence, abandoned_calls, missing_messages, primary_streams
 
@@ -85,7 +85,14 @@ class MergedRecordings:
 
 
 def merge_recordings(first: Recording, second: Recording) -> MergedRecordings:
-    """Pair the sessions both recordings hold and merge each pair; the rest is judged on its own."""
+    """Pair the sessions both recordings hold and merge each pair; the rest is judged on its own. A trace
+    beside a recording of messages adds its spans' facts to that recording (`spans.merge_trace`)."""
+    if (first.reader == spans.TRACE_FORMAT) != (second.reader == spans.TRACE_FORMAT):
+        trace, other = (first, second) if first.reader == spans.TRACE_FORMAT else (second, first)
+        groups, found = spans.merge_trace(
+            (trace.name, trace.reader, trace.events), (other.name, other.reader, other.events)
+        )
+        return MergedRecordings(groups, found)
     loose_a, sessions_a = _split(first.events)
     loose_b, sessions_b = _split(second.events)
     pairs, ambiguous = _pair_sessions(sessions_a, sessions_b)
