@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..model import (
     Anomaly,
@@ -166,10 +166,10 @@ def _merge_pair(name: str, trace: _Traced, other: Group, recorded: _Traced) -> t
                 facts[cancel.index] = fact
     events: list[Event] = []
     for index, event in enumerate(recorded.events):
-        events.append(event)
+        events.append(replace(event, seq=len(events) + 1) if facts else event)
         fact = facts.get(index)
         if fact is not None:  # right after the cancel: before the call's timeline can end
-            events.append(fact)
+            events.append(replace(fact, seq=len(events) + 1))
     contributions = (
         _contribution(other[0], other[1], recorded, "primary", len(shared)),
         _contribution(name, TRACE_FORMAT, trace, "secondary", len(shared)),
@@ -248,7 +248,7 @@ def _handler(
         when = f"{-gap:.3f} s before" if gap < 0 else f"{gap:.3f} s after"
         detail = f"{what} ended {when} the cancel, within {bound}"
     return Anomaly(
-        seq=cancel.event.seq,
+        seq=0,  # numbered where it is placed
         ts=at,
         origin=end.origin,
         session_key=key,
@@ -277,9 +277,8 @@ def _contribution(source: str, reader: str, session: _Traced, role: str, matched
 
 
 def _unaligned(name: str, other: str, recorded: _Traced, key: str) -> Anomaly:
-    last = recorded.events[-1]
     return Anomaly(
-        last.seq,
+        0,
         None,
         recorded.start.origin if recorded.start is not None else Origin(other),
         key,
