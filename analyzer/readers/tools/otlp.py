@@ -144,6 +144,8 @@ class Spans:
 
     spans: list[tuple[dict[str, Any], Any]] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)
+    skipped: int = 0
+    """resourceSpans or scopeSpans entries that are not objects, or hold no list where their spans are."""
 
 
 def _traces_data(value: Any, lines: list[int] | None = None) -> Spans | str:
@@ -154,13 +156,17 @@ def _traces_data(value: Any, lines: list[int] | None = None) -> Spans | str:
         return "an OTLP/JSON object without a resourceSpans list"
     found = Spans()
     for resource_spans in resources:
-        if not isinstance(resource_spans, dict):
+        scopes = _object(resource_spans).get("scopeSpans", _object(resource_spans).get("instrumentationLibrarySpans"))
+        if not isinstance(scopes, list):
+            found.skipped += 1
             continue
         resource = _attributes(_object(resource_spans.get("resource")).get("attributes"))
-        scopes = resource_spans.get("scopeSpans", resource_spans.get("instrumentationLibrarySpans"))
-        for scope in scopes if isinstance(scopes, list) else ():
+        for scope in scopes:
             spans = _object(scope).get("spans")
-            found.spans.extend((resource, span) for span in (spans if isinstance(spans, list) else ()))
+            if not isinstance(spans, list):
+                found.skipped += 1
+                continue
+            found.spans.extend((resource, span) for span in spans)
     found.lines = lines if lines is not None and len(lines) == len(found.spans) else []
     return found
 
@@ -181,6 +187,9 @@ class _Trace:
         self.spans = 0
 
     def document(self, line: int, spans: Spans) -> Iterator[Event]:
+        if spans.skipped:
+            what = f"{spans.skipped} resourceSpans or scopeSpans entry(ies) with no list of spans: not read"
+            yield self.factory.anomaly(line, None, None, AnomalyName.INPUT_BAD_RECORD, what)
         for index, (resource, span) in enumerate(spans.spans):
             self.spans += 1
             at = spans.lines[index] if spans.lines else line
@@ -197,6 +206,7 @@ class _Trace:
             sessions = self.sessions[known] = LogSessions(
                 self.source, self.name, self.options, known, unrecorded=UNRECORDED
             )
+            sessions.factory = self.factory  # one numbering of the input's events, whatever the vantage
         group = span.group(known)
         if group not in sessions.labels:
             sessions.labels[group] = span.label
