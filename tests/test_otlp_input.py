@@ -320,3 +320,25 @@ def test_a_trace_of_another_session_is_judged_on_its_own(tmp_path: Path, monkeyp
     other = _write(tmp_path, _traces(*(_span(str(n)) for n in range(20, 25))))
     result = audit([str(TRANSCRIPT.relative_to(ROOT)), str(other)], AuditOptions(merge=True))
     assert [f.rule_id for f in result.findings] == ["CW102", "CW505"] and not result.merges
+
+
+def test_cancelwire_reads_its_own_otlp_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--format otlp` writes one span per request (CLIENT, `mcp.method.name`, `jsonrpc.request.id`) under a session
+    span that names no method: read back, each session is one session again (by `cancelwire.session.key`)."""
+    from cancelwire.api import audit as api_audit
+    from cancelwire.ci.gates import Triage
+    from cancelwire.reports.otlp import traces
+
+    monkeypatch.chdir(ROOT)
+    inputs = ["tests/fixtures/mcpsnoop/http-sdk-cancel-notification.jsonl", str(TRANSCRIPT.relative_to(ROOT))]
+    path = tmp_path / "own.otlp.json"
+    path.write_text(json.dumps(traces(Triage(api_audit(inputs)))) + "\n", encoding="utf-8")
+    events = _events(path)
+    starts = [(e.vantage, e.label) for e in events if isinstance(e, SessionStart)]
+    assert starts == [(Vantage.CLIENT, "cancelwire"), (Vantage.CLIENT, "cancelwire")]
+    by_session: dict[str, list[tuple[Any, Any]]] = {}
+    for e in events:
+        if isinstance(e, MessageEvent) and e.message.method:
+            by_session.setdefault(e.session_key, []).append((e.message.id, e.message.method))
+    assert list(by_session.values()) == [[(1, "initialize"), (2, "tools/list"), (3, "tools/call")], REQUESTS]
+    assert not [e for e in events if isinstance(e, Anomaly)]

@@ -19,9 +19,10 @@ where the span's status or attributes say so (`error.type` `tool_error` is a res
 `mcp.method.name` (HTTP, database) are not MCP and are passed over, as are notification spans (no request id: a
 `notifications/cancelled` span names no request). A SERVER span is recorded where the request is handled, a
 CLIENT span where it is sent: the session's vantage. One session per (vantage, `service.name`,
-`service.instance.id`, `mcp.session.id`). Exporters write a span when it ends, so events are put in time order
-within the last `MAX_HELD` spans read. An id is read as an integer when it is written as one or as decimal digits
-(the conventions make it a string: its JSON type is not recorded).
+`service.instance.id`, `mcp.session.id`), or `cancelwire.session.key` in cancelwire's own `--format otlp`
+(whose `mcp.cancel` events and findings are not read back). Exporters write a span when it ends, so events are
+put in time order within the last `MAX_HELD` spans read. An id is read as an integer when it is written as one or
+as decimal digits (the conventions make it a string: its JSON type is not recorded).
 
 What a trace cannot show (`UNRECORDED`, not judged, and the report says so): any cancel (a cancel notification's
 span names no request), progress and other messages, the transport's closes and resets, and whether a reply
@@ -49,6 +50,8 @@ from ..lines import RawLine, source_lines
 from ..source import read_up_to
 from ..text.hostlog import SERVER_METHODS, LogSessions
 
+OWN_SESSION_KEY = "cancelwire.session.key"
+"""The session a span of cancelwire's own `--format otlp` belongs to (its spans carry no `mcp.session.id`)."""
 UNRECORDED = frozenset(EntryKind) - {EntryKind.REQUEST, EntryKind.RESULT, EntryKind.ERROR_RESULT}
 """What a trace cannot show: everything but requests and their ends (a span's end stands for its reply)."""
 MAX_HELD = 4096
@@ -306,7 +309,8 @@ class _Span:
     def group(self, vantage: Vantage) -> str:
         """The session the span belongs to, as a short digest (recorded names are any text)."""
         names = [self.resource.get(semconv.SERVICE_NAME), self.resource.get(semconv.SERVICE_INSTANCE)]
-        parts = [vantage.value, *map(str, names), str(self.attributes.get(semconv.SESSION_ID))]
+        session = self.attributes.get(semconv.SESSION_ID, self.attributes.get(OWN_SESSION_KEY))
+        parts = [vantage.value, *map(str, names), str(session)]
         return "trace-" + hashlib.sha256("\n".join(parts).encode("utf-8", "replace")).hexdigest()[:16]
 
     @property
