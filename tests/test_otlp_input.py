@@ -342,3 +342,13 @@ def test_cancelwire_reads_its_own_otlp_output(tmp_path: Path, monkeypatch: pytes
             by_session.setdefault(e.session_key, []).append((e.message.id, e.message.method))
     assert list(by_session.values()) == [[(1, "initialize"), (2, "tools/list"), (3, "tools/call")], REQUESTS]
     assert not [e for e in events if isinstance(e, Anomaly)]
+
+
+def test_a_request_id_without_a_method_is_named(tmp_path: Path) -> None:
+    half = _span("3")
+    half["attributes"] = half["attributes"][1:]  # jsonrpc.request.id alone: a damaged MCP span, not an HTTP one
+    (anomaly, *_) = [e for e in _events(_write(tmp_path, _traces(half, _span("4")))) if isinstance(e, Anomaly)]
+    assert (anomaly.origin.line, anomaly.detail) == (
+        1,
+        "a span with jsonrpc.request.id but no mcp.method.name: not read",
+    )

@@ -292,7 +292,9 @@ class _Span:
             return "a span that is not a JSON object: not read"
         attributes = _attributes(value.get("attributes"))
         method, request_id = attributes.get(semconv.METHOD), attributes.get(semconv.REQUEST_ID)
-        if not isinstance(method, str) or (request_id is None and method.startswith("notifications/")):
+        if not isinstance(method, str):  # no MCP span (HTTP, a database), unless it names a JSON-RPC request
+            return None if request_id is None else f"a span with {semconv.REQUEST_ID} but no {semconv.METHOD}: not read"
+        if request_id is None and method.startswith("notifications/"):
             return None
         name = f"span {str(value.get('spanId'))[:40]!r} ({method[:60]})"
         if not isinstance(request_id, str | int) or isinstance(request_id, bool):
