@@ -352,3 +352,59 @@ def test_a_request_id_without_a_method_is_named(tmp_path: Path) -> None:
         1,
         "a span with jsonrpc.request.id but no mcp.method.name: not read",
     )
+
+
+def _recorded(key: str, vantage: Vantage, items: list[tuple[float, Any]]) -> list[Any]:
+    """A session's events: (time, a JSON-RPC object sent by the client (`c2s`) or server, or a transport kind)."""
+    from cancelwire.model import Message, Origin, Transport, TransportEvent, TransportKind
+    from cancelwire.model.jsonrpc import classify_one
+
+    events: list[Any] = [SessionStart(1, items[0][0], Origin(key, 1), key, Transport.STREAMABLE_HTTP, vantage, "x")]
+    for n, (ts, item) in enumerate(items, 2):
+        origin = Origin(key, n)
+        if isinstance(item, TransportKind):
+            events.append(TransportEvent(n, ts, origin, key, item, "s4"))  # the stream of request 4
+            continue
+        sender, value = item
+        message = classify_one(value, json.dumps(value))
+        assert isinstance(message, Message)
+        direction = Direction.C2S if sender == "c2s" else Direction.S2C
+        events.append(MessageEvent(n, ts, origin, key, direction, message, stream=f"s{value.get('id')}"))
+    return events
+
+
+def test_a_close_of_the_requests_stream_is_its_cancel() -> None:
+    """Under 2026-07-28 on Streamable HTTP the client cancels by closing the request's stream (a capture's fact):
+    the span of the request whose stream closed is placed against that close."""
+    from cancelwire.merge.spans import merge_trace
+    from cancelwire.model import TransportKind
+
+    call = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "w"}}
+    wire, trace = [], []
+    for n in (1, 2, 3):
+        t = 100.0 + n
+        wire += [(t, ("c2s", call | {"id": n})), (t + 0.01, ("s2c", {"jsonrpc": "2.0", "id": n, "result": {}}))]
+        trace += [
+            (t + 0.001, ("c2s", call | {"id": n})),
+            (t + 0.009, ("s2c", {"jsonrpc": "2.0", "id": n, "result": {}})),
+        ]
+    wire += [(110.0, ("c2s", call | {"id": 3 + 1})), (110.5, TransportKind.CLOSED_BY_CLIENT)]
+    trace += [(110.001, ("c2s", call | {"id": 4})), (112.5, ("s2c", {"jsonrpc": "2.0", "id": 4, "result": {}}))]
+    groups, (summary,) = merge_trace(
+        ("t.otlp", "otlp", _recorded("t.otlp#1", Vantage.SERVER, trace)),
+        ("w.pcap", "pcap", _recorded("w.pcap#1", Vantage.WIRE, wire)),
+    )
+    ((name, reader, events),) = groups
+    (fact,) = [e for e in events if isinstance(e, Anomaly)]
+    assert (name, reader, fact.name, fact.request_id, fact.origin.display(), fact.session_key) == (
+        "w.pcap + t.otlp",
+        "pcap + otlp",
+        AnomalyName.MERGE_HANDLER_RAN_ON,
+        4,
+        "t.otlp#1:9",
+        "w.pcap#1",
+    )
+    assert fact.detail.startswith("the server's span of tools/call (id 4, t.otlp#1:8) ended 2.000 s after the cancel")
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert events[events.index(fact) - 1].origin.line == 9  # right after the close
+    assert summary.clock is not None and abs(summary.clock.offset) < 0.002
