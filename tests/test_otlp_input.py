@@ -408,3 +408,26 @@ def test_a_close_of_the_requests_stream_is_its_cancel() -> None:
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     assert events[events.index(fact) - 1].origin.line == 9  # right after the close
     assert summary.clock is not None and abs(summary.clock.offset) < 0.002
+
+
+def test_sessions_with_the_same_requests_are_paired_by_mcp_session_id() -> None:
+    """Every Streamable HTTP session numbers its requests from 1: a trace's `mcp.session.id` (its session key) names
+    the capture's session (`{source}#{Mcp-Session-Id}`) that holds the same requests."""
+    from cancelwire.merge.spans import merge_trace
+
+    def session(start: float) -> list[tuple[float, Any]]:
+        call = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "w"}}
+        reply = {"jsonrpc": "2.0", "result": {}}
+        pairs = [
+            ((start + n, ("c2s", call | {"id": n})), (start + n + 0.01, ("s2c", reply | {"id": n}))) for n in (1, 2, 3)
+        ]
+        return [item for pair in pairs for item in pair]
+
+    wire = _recorded("w.pcap#s-2", Vantage.WIRE, session(200.0)) + _recorded("w.pcap#s-1", Vantage.WIRE, session(100.0))
+    trace = _recorded("t#server-s-1#1", Vantage.SERVER, session(100.0)) + _recorded(
+        "t#server-s-2#1", Vantage.SERVER, session(200.0)
+    )
+    _, summaries = merge_trace(("t", "otlp", trace), ("w.pcap", "pcap", wire))
+    paired = [(s.recordings[1].session_key, s.recordings[0].session_key) for s in summaries]
+    assert paired == [("t#server-s-1#1", "w.pcap#s-1"), ("t#server-s-2#1", "w.pcap#s-2")]
+    assert [round(s.clock.offset, 3) for s in summaries if s.clock is not None] == [0.0, 0.0]

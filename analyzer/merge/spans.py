@@ -126,7 +126,8 @@ def _split(events: Iterable[Event]) -> tuple[list[Event], dict[str, _Traced]]:
 
 
 def _pairs(traced: dict[str, _Traced], recorded: dict[str, _Traced]) -> list[tuple[str, str]]:
-    """Greedily, the trace and recorded sessions sharing the most client requests (as `recordings._pair_sessions`)."""
+    """Greedily, the trace and recorded sessions sharing the most client requests (as `recordings._pair_sessions`),
+    first those whose `mcp.session.id` names the recorded session (every session numbers its requests from 1)."""
     where: dict[Key, set[str]] = defaultdict(set)
     for key, session in recorded.items():
         for request in session.requests:
@@ -138,16 +139,26 @@ def _pairs(traced: dict[str, _Traced], recorded: dict[str, _Traced]) -> list[tup
             holders = where.get(request, set())
             for key_o in holders if len(holders) <= MAX_FANOUT else ():
                 counts[key_o] += 1
+        sid = _session_id(key_t)
         for key_o, count in counts.items():
             if count >= MIN_SHARED and 2 * count >= min(len(session.requests), len(recorded[key_o].requests)):
-                scored.append((count, key_t, key_o))
+                named = sid is not None and key_o.endswith(f"#{sid}")  # the capture's `Mcp-Session-Id` session
+                scored.append((named, count, key_t, key_o))
     pairs, used_t, used_o = [], set(), set()
-    for _, key_t, key_o in sorted(scored, key=lambda s: -s[0]):
+    for _, _, key_t, key_o in sorted(scored, key=lambda s: (not s[0], -s[1])):
         if key_t not in used_t and key_o not in used_o:
             pairs.append((key_t, key_o))
             used_t.add(key_t)
             used_o.add(key_o)
     return pairs
+
+
+def _session_id(key: str) -> str | None:
+    """The `mcp.session.id` a trace session's key holds (`{source}#{vantage}-{id}#{n}`, readers/tools/otlp.py)."""
+    parts = key.rsplit("#", 2)
+    group = parts[-2] if len(parts) == 3 else ""
+    vantage, _, sid = group.partition("-")
+    return sid if sid and vantage in {v.value for v in Vantage} else None
 
 
 def _merge_pair(name: str, trace: _Traced, other: Group, recorded: _Traced) -> tuple[list[Event], MergeSummary]:

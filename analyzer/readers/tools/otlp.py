@@ -50,6 +50,8 @@ from ..lines import RawLine, source_lines
 from ..source import read_up_to
 from ..text.hostlog import SERVER_METHODS, LogSessions
 
+SAFE_SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+"""An `mcp.session.id` kept as it is in the session's key (`Mcp-Session-Id` values are visible ASCII)."""
 OWN_SESSION_KEY = "cancelwire.session.key"
 """The session a span of cancelwire's own `--format otlp` belongs to (its spans carry no `mcp.session.id`)."""
 UNRECORDED = frozenset(EntryKind) - {EntryKind.REQUEST, EntryKind.RESULT, EntryKind.ERROR_RESULT}
@@ -309,9 +311,14 @@ class _Span:
         return cls(value, resource, attributes)
 
     def group(self, vantage: Vantage) -> str:
-        """The session the span belongs to, as a short digest (recorded names are any text)."""
+        """The session the span belongs to: `{vantage}-{mcp.session.id}` when that is a plain id (`SESSION_GROUP`:
+        what `--merge` pairs with a capture's `{source}#{Mcp-Session-Id}` session), else a short digest (recorded
+        names are any text)."""
+        sid = self.attributes.get(semconv.SESSION_ID)
+        if isinstance(sid, str) and SAFE_SESSION_ID.fullmatch(sid):
+            return f"{vantage.value}-{sid}"
         names = [self.resource.get(semconv.SERVICE_NAME), self.resource.get(semconv.SERVICE_INSTANCE)]
-        session = self.attributes.get(semconv.SESSION_ID, self.attributes.get(OWN_SESSION_KEY))
+        session = sid if sid is not None else self.attributes.get(OWN_SESSION_KEY)
         parts = [vantage.value, *map(str, names), str(session)]
         return "trace-" + hashlib.sha256("\n".join(parts).encode("utf-8", "replace")).hexdigest()[:16]
 
