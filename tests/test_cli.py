@@ -89,8 +89,8 @@ def test_unknown_format_names_the_file_and_the_fix(tmp_path: Path) -> None:
     assert proc.stderr.splitlines() == [
         f"cancelwire: error: {odd}: cannot tell the input format from its content",
         "  hint: force one with --input-format "
-        "(cancelwire-transcript, pcap, har, mcpsnoop, inspector, mitmproxy, claude-desktop, vscode, python-sdk-log, "
-        "go-sdk, ndjson)",
+        "(cancelwire-transcript, pcap, har, mcpsnoop, inspector, mitmproxy, otlp, claude-desktop, vscode, "
+        "python-sdk-log, go-sdk, ndjson)",
         "cancelwire: error: nothing could be read: none of the 1 input(s) was readable",
     ]
 
