@@ -3,6 +3,7 @@
 
     .venv/bin/python scripts/bench.py stdio [--size-gb 1.0] [--scaling] [--scaling-sizes 0.25,1.0]
                                             [--cancelled 0.125]   (the heavy bench: 1 call in 8 cancelled)
+                                            [--format json|text]  (the audit's report, default json)
     .venv/bin/python scripts/bench.py pcap [--packets 200000]
     .venv/bin/python scripts/bench.py all
     .venv/bin/python scripts/bench.py profile [--size-gb 0.1] [--top 30]
@@ -141,10 +142,10 @@ sys.exit(rc)
 """
 
 
-def measure_audit(path: Path, timeout: float | None) -> Run:
+def measure_audit(path: Path, timeout: float | None, fmt: str = "json") -> Run:
     report = Path(tempfile.mkstemp(prefix="cancelwire-bench-", suffix=".json")[1])
     os.environ["CANCELWIRE_BENCH_REPORT"] = str(report)
-    argv = [PY, "-c", AUDIT_WRAPPER, "audit", str(path), "--format", "json", "-o", "/dev/null", "--fail-on", "never"]
+    argv = [PY, "-c", AUDIT_WRAPPER, "audit", str(path), "--format", fmt, "-o", "/dev/null", "--fail-on", "never"]
     return measure("cancelwire audit", argv, timeout=timeout, report=report)
 
 
@@ -495,7 +496,9 @@ def print_ratio(ours: Run, floor: Run, target: float, aim: float | None) -> None
     )
 
 
-def bench_stdio(size_gb: float, timeout: float | None, repeat: int, cancelled: float) -> tuple[StdioMeta, Run]:
+def bench_stdio(
+    size_gb: float, timeout: float | None, repeat: int, cancelled: float, fmt: str = "json"
+) -> tuple[StdioMeta, Run]:
     """Floor and audit `repeat` times, interleaved (a load spike on a shared machine hits both);
     the ratio is taken between the fastest of each, and the per-pair ratios show the spread."""
     meta = ensure_stdio(size_gb, cancelled)
@@ -509,7 +512,7 @@ def bench_stdio(size_gb: float, timeout: float | None, repeat: int, cancelled: f
     audits: list[Run] = []
     for index in range(repeat):
         floors.append(run_floor(meta.path, timeout))
-        audits.append(measure_audit(meta.path, timeout))
+        audits.append(measure_audit(meta.path, timeout, fmt))
         if repeat > 1:
             floor, audit = floors[-1], audits[-1]
             print(
@@ -541,13 +544,15 @@ def bench_stdio(size_gb: float, timeout: float | None, repeat: int, cancelled: f
     return meta, ours
 
 
-def bench_scaling(sizes: list[float], timeout: float | None, done: dict[float, Run], cancelled: float) -> None:
+def bench_scaling(
+    sizes: list[float], timeout: float | None, done: dict[float, Run], cancelled: float, fmt: str = "json"
+) -> None:
     """`done`: audits already measured in this run, by size (not run again)."""
-    print(f"stdio  memory scaling over sizes {', '.join(f'{s:g} GB' for s in sizes)}", flush=True)
+    print(f"stdio  memory scaling over sizes {', '.join(f'{s:g} GB' for s in sizes)}, --format {fmt}", flush=True)
     rows = []
     for size in sizes:
         meta = ensure_stdio(size, cancelled)
-        ours = done[size] if size in done else measure_audit(meta.path, timeout)
+        ours = done[size] if size in done else measure_audit(meta.path, timeout, fmt)
         rows.append((meta, ours))
         print(
             f"  {meta.bytes / GB:5.2f} GB {meta.messages / 1e6:6.2f}M msgs   cancelwire audit {fmt_time(ours.wall)}"
@@ -1011,6 +1016,9 @@ def main(argv: list[str] | None = None) -> int:
         help=f"stdio, profile, ab: share of tools/call cancelled (default {CANCELLED:g}; the heavy bench: 0.125)",
     )
     parser.add_argument("--scaling", action="store_true", help="stdio: also run the memory-scaling sizes")
+    parser.add_argument(
+        "--format", default="json", choices=["json", "text"], help="stdio: the audit's report format (default json)"
+    )
     parser.add_argument("--scaling-sizes", default="0.25,1.0", help="stdio --scaling sizes in GB (default 0.25,1.0)")
     parser.add_argument("--packets", type=int, default=200_000, help="pcap: packets to capture (default 200000)")
     parser.add_argument("--timeout", type=float, default=3600.0, help="kill a measured run after this many seconds")
@@ -1033,10 +1041,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"cancelwire benchmark: {os.cpu_count()} cores, python {sys.version.split()[0]}, orjson {orjson.__version__}")
     if args.case in ("stdio", "all"):
-        _, ours = bench_stdio(args.size_gb, args.timeout, max(1, args.repeat), args.cancelled)
+        _, ours = bench_stdio(args.size_gb, args.timeout, max(1, args.repeat), args.cancelled, args.format)
         if args.scaling:
             sizes = sorted(float(s) for s in args.scaling_sizes.split(","))
-            bench_scaling(sizes, args.timeout, {args.size_gb: ours}, args.cancelled)
+            bench_scaling(sizes, args.timeout, {args.size_gb: ours}, args.cancelled, args.format)
     if args.case in ("pcap", "all"):
         bench_pcap(args.packets, args.timeout)
     if args.case == "fleet":

@@ -1,9 +1,11 @@
 """Audit many inputs at once: in worker processes (`--jobs N`) or as tasks on a Dask cluster (`--dask`).
 
-Each input is audited by `pipeline.audit_source` into a `Partial`, which comes back pickled (by value,
-never through shared files) and is merged in input order, so the report is the one a single process
-makes (partial.py says why). With one worker the inputs are audited here, straight into the whole
-(`_here`: no partial holds a large input's findings and calls in memory). A task is a run of
+Each input is audited by `pipeline.audit_source` and merged in input order, so the report is the one a
+single process makes (partial.py says why). A worker process writes its task's results to a file a batch
+at a time (`spill.py`), which the merge reads back a batch at a time: neither process holds a large
+input's findings and calls in memory. With one worker the inputs are audited here, straight into the
+whole (`_here`). A Dask task's inputs come back by value, as `Partial`s (a Dask worker may be on
+another machine, with no file this one can read). A task is a run of
 consecutive inputs, large first and smaller towards the end (`_tasks`; a large input is a task alone):
 1,000 small recordings are 30 round trips to the workers, not 1,000. At most WINDOW_PER_WORKER tasks
 per worker are in flight ahead of the merge, so a slow first input bounds the partials held, not the
@@ -31,8 +33,9 @@ from pathlib import Path
 from ..errors import CancelwireError
 from ..judge.rule import Rule
 from ..readers import InputSource
-from ..run.partial import AuditSoFar, Partial, pack_calls
+from ..run.partial import AuditSoFar, Partial, Sink, pack_calls
 from ..run.pipeline import AuditOptions, audit_source, sources
+from . import spill
 from .work import Context, Done, Progress, Submit, Task, Work, worker_died
 
 #: Inputs from which `--jobs` defaults to one worker per core (fewer are audited in this process).
@@ -102,15 +105,17 @@ class Fleet:
         pool = futures.ProcessPoolExecutor(
             jobs, mp_context=_start_method(), initializer=_worker_init, initargs=(context,)
         )
+        folder = tempfile.TemporaryDirectory(prefix="cancelwire-jobs-")  # the workers' spill files
 
         def to_pool(task: Task) -> futures.Future[Done]:
             with _signals_held():  # the first submit forks the workers
-                return pool.submit(run_task, task)
+                return pool.submit(run_spilled, task, folder.name)
 
         try:
             _merge(to_pool, _tasks(items, jobs), context, into, self.progress, width=jobs)
         finally:
             _stop(pool)
+            folder.cleanup()
 
 
 def _items(found: Iterator[InputSource | Partial], context: Context) -> Iterator[Work | Partial]:
@@ -165,27 +170,41 @@ def _share(left: int, width: int) -> int:
     return min(largest, max(smallest, left // (width * GUIDED)))
 
 
-def run_task(task: Task, context: Context | None = None) -> Done:
-    """One task, in a worker process or on a Dask worker: its inputs audited one after another, and
-    their cancelled calls packed here, for the merge to spool as they are."""
+def run_task(task: Task, context: Context) -> Done:
+    """One task on a Dask worker: its inputs audited one after another, and their cancelled calls
+    packed here, for the merge to spool as they are."""
     parts = [run_work(work, context) for work in task]
     return Done(parts, pack_calls(parts))
 
 
-def run_work(work: Work, context: Context | None = None, source: InputSource | None = None) -> Partial:
-    """Audit one input into a partial (in a worker process, on a Dask worker, or here); without
-    CONTEXT, the worker process's own."""
-    context = context or _CONTEXT
+def run_spilled(task: Task, folder: str) -> Done:
+    """One task in a worker process: its inputs audited one after another into a file in FOLDER,
+    whose path goes back (`spill.py`)."""
+    into = spill.Spill(folder)
+    try:
+        for work in task:
+            _audit_work(work, _CONTEXT, into)
+    finally:
+        path = into.close()
+    return Done([], spill=path)
+
+
+def run_work(work: Work, context: Context, source: InputSource | None = None) -> Partial:
+    """Audit one input into a partial (on a Dask worker, or here)."""
     part = Partial(rows=[] if context.rows else None)
+    _audit_work(work, context, part, source)
+    return part
+
+
+def _audit_work(work: Work, context: Context, into: Sink, source: InputSource | None = None) -> None:
     if source is None and work.data is not None:
         with _local_copy(work, context.options) as (local, options):
-            audit_source(local, context.rules, options, part, rows=context.rows)
-        return part
+            audit_source(local, context.rules, options, into, rows=context.rows)
+        return
     if source is None:
         assert work.path is not None  # work is a path here unless it carries its bytes
         source = InputSource(work.name, Path(work.path), walked=work.walked)
-    audit_source(source, context.rules, context.options, part, rows=context.rows)
-    return part
+    audit_source(source, context.rules, context.options, into, rows=context.rows)
 
 
 class _local_copy:
@@ -328,7 +347,8 @@ def _merge(
                 ready[index] = _result(running.pop(index))
         while merged in ready:
             completed = ready.pop(merged)
-            for part in completed.parts:
+            parts = completed.parts if completed.spill is None else spill.merge(completed.spill, into)
+            for part in parts:
                 into.add(part)
                 done += 1
                 events += part.events

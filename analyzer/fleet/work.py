@@ -37,11 +37,13 @@ Task = tuple[Work, ...]
 
 @dataclass(frozen=True, slots=True)
 class Done:
-    """A task's partials in input order; from a worker, with their cancelled calls taken out and packed
-    together (`partial.pack_calls`: one pickle of calls and one of their JSON texts per task)."""
+    """A task's partials in input order; from a Dask worker, with their cancelled calls taken out and
+    packed together (`partial.pack_calls`: one pickle of calls and one of their JSON texts per task);
+    from a worker process, in a file (`spill`: its path), read a batch at a time when merged."""
 
     parts: list[Partial]
     calls: Packed | None = None
+    spill: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

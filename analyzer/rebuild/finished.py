@@ -12,6 +12,7 @@ that happens the `reconstruct.tombstones-forgotten` anomaly says so.
 
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict
 from dataclasses import dataclass
 from enum import StrEnum
@@ -100,10 +101,11 @@ class FinishedRequests:
         key = (session.key, item.requester, item.request_id)
         for memory in (self._requests, self._held):
             memory.pop(key, None)  # an id used again: its newest use goes to the end
-        tomb = Tombstone(item.method, last.seq, last.ts, judged)
+        # one copy of each method name for all of them (the parser gives every message its own)
+        tomb = Tombstone(sys.intern(item.method), last.seq, last.ts, judged)
         requests = self._requests
         if judged and not ended and not item.replied and item.cancel is not None:
-            tomb.unanswered_cancel, tomb.proof_seq = item.cancel, item.proof_seq
+            tomb.unanswered_cancel, tomb.proof_seq = _bare(item.cancel), item.proof_seq
             requests = self._held
         requests[key] = tomb
         forgot = len(requests) > self.limit
@@ -112,7 +114,7 @@ class FinishedRequests:
         if own_token and item.progress_token is not None:
             # a task's progress goes on after its CreateTaskResult (Progress, 2025-11-25)
             state = TokenState.QUIET if item.is_task or not judged else TokenState.FINISHED
-            self.remember_token(session.key, item.progress_token, item.method, state)
+            self.remember_token(session.key, item.progress_token, tomb.method, state)
         if not forgot or self._forgetting:
             return None
         self._forgetting = True
@@ -158,6 +160,14 @@ class FinishedRequests:
             revision=session.revision,
             transport=session.start.transport,
         )
+
+
+def _bare(cancel: CancelInfo) -> CancelInfo:
+    """What a reply after the hold is judged against: the cancel's mechanism, sender, position and time.
+    Without its text (excerpt, method, reason: the call's report has them), which was most of what a
+    held tombstone kept; as many as `limit` are kept (issue 20: memory grew with them, 1.3 kB each)."""
+    entry = cancel.entry
+    return CancelInfo(cancel.mechanism, TimelineEntry(entry.kind, entry.side, entry.seq, entry.ts, entry.origin))
 
 
 def _reply_after_hold(
