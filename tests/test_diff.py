@@ -64,9 +64,7 @@ def test_a_fixed_server_shows_what_went_away(before_after: tuple[Path, Path], tm
         "",
         "Findings that disappeared (1)",
         "  - before.jsonl:6  warning  CW101 response-after-cancel  server answered tools/call (id 2) 1.000 s after "
-        "the cancel, once the cancel had reached it: race window 0.100 s, the fastest round trip this recording "
-        "shows for a client request (wider than the proxy default): a reply within one round trip of the cancel "
-        "may have left before the cancel arrived [inferred]",
+        "the cancel, once the cancel had reached it [inferred]",
         "",
         "Cancelled calls that changed (1)",
         "  ~ after.jsonl:5  id 2 tools/call append: outcome late-result-violation -> outcome-unverified, "

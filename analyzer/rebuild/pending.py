@@ -29,6 +29,7 @@ from ..model import (
     Side,
     TimelineEntry,
     ToolEffect,
+    Transport,
     TransportEvent,
     revisions,
 )
@@ -204,6 +205,8 @@ class SessionState:
     round trips the recording shows (`ordering.race_window`)."""
     round_trips: dict[Side, float] = field(default_factory=dict)
     """Per requester, the fastest request→reply (seconds) the recording showed before any cancel."""
+    repliers: set[Side] = field(default_factory=set)
+    """The sides whose first reply was seen (on stdio that one is not timed, see `time_reply`)."""
     max_tools: int = 10_000
     """Tool names whose annotations are remembered; past it the least recently listed are forgotten."""
     tools_forgotten: int = 0
@@ -315,7 +318,14 @@ class SessionState:
     def time_reply(self, item: PendingRequest, ts: float | None) -> None:
         """The round trip of a first reply to a request not cancelled: what the recording shows of the link."""
         request_ts = item.log.entries[0].ts if item.log.entries else None
-        if ts is None or request_ts is None or item.replied or item.held:
+        if ts is None or request_ts is None:
+            return
+        # The replier's first reply on stdio is not timed: the server starts with the session and the first
+        # request waits in its pipe until the process reads it, so that round trip is mostly start-up
+        # (0.5 to 2 s for a Node or Python server), not the link.
+        first = item.requester.other not in self.repliers
+        self.repliers.add(item.requester.other)
+        if (first and self.start.transport is Transport.STDIO) or item.replied or item.held:
             return
         taken = ts - request_ts
         fastest = self.round_trips.get(item.requester)
