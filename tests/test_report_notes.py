@@ -39,7 +39,7 @@ def test_the_sample_audit_lists_no_rule_merely_out_of_force() -> None:
     with audit(["sample_captures/"]) as result:
         sections = _sections(render(result, "text"))
     not_judged = sections["Not judged"]
-    assert len(not_judged) == 15
+    assert len(not_judged) == 17
     assert not any("not in force" in line for line in not_judged)
     assert [line for line in not_judged if "so not judged" in line] == [
         line for line in not_judged if "cannot show" in line or "could not be read" in line
@@ -49,7 +49,7 @@ def test_the_sample_audit_lists_no_rule_merely_out_of_force() -> None:
     assert [line.split(", so")[0] for line in made] == [
         "  not in force under 2026-07-28 over streamable-http (28 sessions)",
         "  not in force under 2025-11-25 over streamable-http (25 sessions)",
-        "  not in force under 2026-07-28 over stdio (41 sessions)",
+        "  not in force under 2026-07-28 over stdio (44 sessions)",
         "  not in force under 2025-11-25 over http-sse (1 session)",
         "  not in force under 2025-06-18 over stdio (1 session)",
     ]
