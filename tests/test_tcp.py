@@ -19,7 +19,7 @@ from cancelwire.readers.capture.tcp import (
     WindowZero,
     client_by_handshake,
 )
-from cancelwire.readers.capture.tshark_fields import Frame
+from cancelwire.readers.capture.frames import Frame
 
 C, S = ("10.0.0.1", 40000), ("10.0.0.2", 8000)
 PSH = 0x08
