@@ -10,8 +10,8 @@ from pathlib import Path
 
 from cancelwire.model import Anomaly, MessageEvent, SessionStart, TransportEvent, TransportKind
 from cancelwire.readers import InputSource, ReadOptions
-from cancelwire.readers.capture.frames import Frame
 from cancelwire.readers.capture.capture_pass import CapturePass
+from cancelwire.readers.capture.frames import Frame
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from cancelwire.model import MessageEvent, MessageKind
 from cancelwire.readers import InputSource, ReadOptions
-from cancelwire.readers.capture.frames import Frame
 from cancelwire.readers.capture.capture_pass import CapturePass
+from cancelwire.readers.capture.frames import Frame
 
 C, S = ("10.0.0.1", 40000), ("10.0.0.2", 8443)
 OVERHEAD = 22

@@ -160,14 +160,14 @@ class DirectFrames:
                 )
             )
         for damage in self.damage:
-            out.append(
-                Problem(
-                    AnomalyName.CAPTURE_TRUNCATED,
-                    f"the capture cannot be read past frame {damage.frame}: {damage.detail}; everything "
-                    "before it was read",
-                    None,
-                )
+            detail = (
+                f"the capture ends in the middle of a packet after frame {damage.frame}; everything before it was "
+                f"read ({damage.detail})"
+                if damage.cut
+                else f"the capture cannot be read past frame {damage.frame}: {damage.detail}; everything before it "
+                "was read"
             )
+            out.append(Problem(AnomalyName.CAPTURE_TRUNCATED, detail, None))
         return out
 
 

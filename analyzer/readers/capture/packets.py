@@ -55,9 +55,8 @@ def decode(linktype: int, data: bytes) -> Segment | Skip:
     if linktype in (NULL, LOOP):
         if len(data) < 4:
             return Skip.NOT_TCP
-        family = struct.unpack_from("!I" if linktype == LOOP else "=I", data)[0]
-        if family > 0xFFFF:  # written on a host of the other byte order
-            family = struct.unpack_from("<I" if data[0] == 0 else ">I", data)[0]
+        little, big = struct.unpack_from("<I", data)[0], struct.unpack_from(">I", data)[0]
+        family = min(little, big)  # host byte order of the writer, whichever that was (LOOP: network order)
         return _ip(data, 4) if family == 2 or family in BSD_AF_INET6 else Skip.NOT_TCP
     return Skip.UNKNOWN_LINK
 
