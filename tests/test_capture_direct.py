@@ -2,7 +2,7 @@
 
 * Every capture in the repository (sample_captures/, tests/): the direct reader's frames are tshark's, record
   for record. tshark costs about 0.3 s of CPU per file, so its records are kept as a digest per file in
-  `tests/golden/tshark-frames.json` (`CANCELWIRE_UPDATE_GOLDEN=1` runs tshark on every file and rewrites it;
+  `tests/golden/capture/tshark-frames.json` (`CANCELWIRE_UPDATE_GOLDEN=1` runs tshark on every file and rewrites it;
   `CANCELWIRE_TSHARK_ALL=1` compares live on every file), and a representative set is compared live on
   every run, which also shows that the digests are still tshark's.
 * The same set: the JSON report of `--capture-reader direct` is that of `--capture-reader tshark`, byte for
@@ -39,7 +39,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parent.parent
-GOLDEN = Path(__file__).parent / "golden" / "tshark-frames.json"
+GOLDEN = Path(__file__).parent / "golden" / "capture" / "tshark-frames.json"
 TSHARK = shutil.which("tshark")
 NEEDS_TSHARK = pytest.mark.skipif(TSHARK is None, reason="tshark is not installed")
 CAPTURES = sorted(
