@@ -32,7 +32,7 @@ from cancelwire.readers import InputSource, ReadOptions
 from cancelwire.readers.base import CaptureReaderChoice
 from cancelwire.readers.capture import reader as capture_reader
 from cancelwire.readers.capture.direct import DirectFrames, linktypes_known
-from cancelwire.readers.capture.frames import Frame, Problem
+from cancelwire.readers.capture.frames import Frame, ReadProblem
 from cancelwire.readers.capture.reader import READER
 from cancelwire.readers.capture.tshark_fields import TsharkFrames
 from hypothesis import HealthCheck, given, settings
@@ -80,7 +80,7 @@ def _digest(frames: list[Frame | int]) -> str:
     return hashlib.sha256(repr(frames).encode()).hexdigest()
 
 
-def _direct(path: Path) -> tuple[list[Frame | int], list[Problem] | str]:
+def _direct(path: Path) -> tuple[list[Frame | int], list[ReadProblem] | str]:
     source = DirectFrames(path, path.name)
     frames = list(source.frames())
     try:
@@ -89,7 +89,7 @@ def _direct(path: Path) -> tuple[list[Frame | int], list[Problem] | str]:
         return frames, str(exc)
 
 
-def _tshark(path: Path) -> tuple[list[Frame | int], list[Problem] | str]:
+def _tshark(path: Path) -> tuple[list[Frame | int], list[ReadProblem] | str]:
     assert TSHARK is not None
     source = TsharkFrames(TSHARK, path, path.name, None)
     frames = list(source.frames())
@@ -99,7 +99,7 @@ def _tshark(path: Path) -> tuple[list[Frame | int], list[Problem] | str]:
         return frames, str(exc)
 
 
-def _names(problems: list[Problem] | str) -> list[str] | str:
+def _names(problems: list[ReadProblem] | str) -> list[str] | str:
     return problems if isinstance(problems, str) else [p.name.value for p in problems]
 
 

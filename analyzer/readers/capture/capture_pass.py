@@ -12,7 +12,7 @@ capture, or a server port tshark would decode as something else are all read the
 * `capture_bodies` (with `sse` and `jsonrpc`): the JSON-RPC messages of request and response bodies;
 * `capture_sessions`: which session each exchange belongs to, and the `seq` of every event.
 
-Capture-wide anomalies raised here: what the frame source could not read (`frames.Problem`: a file cut
+Capture-wide anomalies raised here: what the frame source could not read (`frames.ReadProblem`: a file cut
 short or damaged, what tshark said, IP fragments and unknown link types the direct reader skips),
 `capture.encrypted` (TLS without usable keys),
 `capture.no-mcp` (no JSON-RPC message at all, and why).

@@ -24,8 +24,8 @@ from typing import BinaryIO
 from ...errors import InputError
 from ...model import AnomalyName
 from ...model.timestamps import EARLIEST, LATEST
-from .frames import Frame, Problem
-from .packets import KNOWN_LINKTYPES, Skip, decode
+from .frames import Frame, ReadProblem
+from .packets import KNOWN_LINKTYPES, NoSegment, decode
 from .pcap_file import EPB, IDB, MAX_BLOCK, PB, PCAP_MAGICS, PCAPNG_MAGIC, SPB, Damage, packets
 
 SYN_ONLY, SYN, ACK = 0x02, 0x02, 0x10
@@ -72,9 +72,9 @@ class DirectFrames:
                 if type(seg) is tuple:
                     yield self._frame(number, sec, ns, seg)
                     continue
-                if seg is Skip.FRAGMENT:
+                if seg is NoSegment.FRAGMENT:
                     self._note_fragment(number)
-                elif seg is Skip.UNKNOWN_LINK:
+                elif seg is NoSegment.UNKNOWN_LINK:
                     self.unknown.setdefault(linktype, [0, number])[0] += 1
                 yield number
             self.count = number
@@ -131,18 +131,18 @@ class DirectFrames:
         if len(self.fragments) <= SHOWN_FRAMES:
             self.fragments.append(number)
 
-    def problems(self) -> list[Problem]:
+    def problems(self) -> list[ReadProblem]:
         """What was not read, once every frame is: IP fragments, unknown link types, damage."""
         if self.damage and self.count == 0:
             raise InputError(
                 self.name, f"cannot read it as a capture: {self.damage[0].detail}", "is it a pcap/pcapng capture?"
             )
-        out: list[Problem] = []
+        out: list[ReadProblem] = []
         if self.fragments[0]:
             count, *first = self.fragments
             more = f" and {count - len(first)} more" if count > len(first) else ""
             out.append(
-                Problem(
+                ReadProblem(
                     AnomalyName.CAPTURE_IP_FRAGMENT,
                     f"{count} frame(s) are IP fragments, which this reader does not reassemble: frames "
                     f"{', '.join(map(str, first))}{more}; their TCP bytes are missing from the audit "
@@ -152,7 +152,7 @@ class DirectFrames:
             )
         for linktype, (count, first_frame) in sorted(self.unknown.items()):
             out.append(
-                Problem(
+                ReadProblem(
                     AnomalyName.CAPTURE_LINK_UNKNOWN,
                     f"{count} frame(s) have link type {linktype}, which this reader does not decode, the first "
                     f"frame {first_frame}; they were not read (--capture-reader tshark may read them)",
@@ -167,7 +167,7 @@ class DirectFrames:
                 else f"the capture cannot be read past frame {damage.frame}: {damage.detail}; everything before it "
                 "was read"
             )
-            out.append(Problem(AnomalyName.CAPTURE_TRUNCATED, detail, None))
+            out.append(ReadProblem(AnomalyName.CAPTURE_TRUNCATED, detail, None))
         return out
 
 

@@ -1,5 +1,5 @@
 """What a capture reader hands the capture pass: one `Frame` per TCP segment (the number of any other frame),
-and afterwards the `Problem`s it met. Two readers give them: tshark's field pass (`tshark_fields`) and the
+and afterwards the `ReadProblem`s it met. Two readers give them: tshark's field pass (`tshark_fields`) and the
 in-process one (`direct`); everything above (`capture_pass`, `tcp`, the HTTP layers) reads only these."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class Frame:
 
 
 @dataclass(frozen=True, slots=True)
-class Problem:
+class ReadProblem:
     """Something the reader could not read, for the capture pass to name (at `frame`, or at the last one)."""
 
     name: AnomalyName
@@ -50,6 +50,6 @@ class FrameSource(Protocol):
         """Every frame of the capture in file order: a `Frame` for a TCP segment, else its number."""
         ...
 
-    def problems(self) -> list[Problem]:
+    def problems(self) -> list[ReadProblem]:
         """After `frames`: what could not be read. Raises `InputError` when nothing could be."""
         ...

@@ -3,7 +3,7 @@
 Link types (the LINKTYPE_ values of pcap and pcapng): Ethernet with any number of 802.1Q / 802.1ad tags,
 Linux cooked captures v1 (SLL) and v2 (SLL2), BSD loopback (NULL, host byte order either way; LOOP, network
 order) and raw IPv4/IPv6. IPv6 extension headers are walked to TCP. IP fragments are not reassembled: a
-fragment is named (`Skip.FRAGMENT`) and its bytes are not read as TCP.
+fragment is named (`NoSegment.FRAGMENT`) and its bytes are not read as TCP.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ IPV6_EXTENSIONS = frozenset({0, 43, 60, 135, 139, 140})
 TCP, IPV6_FRAGMENT, IPV6_AH = 6, 44, 51
 
 
-class Skip(IntEnum):
+class NoSegment(IntEnum):
     """Why a packet gives no TCP segment."""
 
     NOT_TCP = 0
@@ -42,7 +42,7 @@ _TCP = struct.Struct("!HHIIHH")
 _U16 = struct.Struct("!H").unpack_from
 
 
-def decode(linktype: int, data: bytes) -> Segment | Skip:
+def decode(linktype: int, data: bytes) -> Segment | NoSegment:
     """The TCP segment in one packet, or why there is none."""
     if linktype == ETHERNET:
         return _ether(data, 12)
@@ -54,82 +54,82 @@ def decode(linktype: int, data: bytes) -> Segment | Skip:
         return _ether(data, 0, start=20)
     if linktype in (NULL, LOOP):
         if len(data) < 4:
-            return Skip.NOT_TCP
+            return NoSegment.NOT_TCP
         little, big = struct.unpack_from("<I", data)[0], struct.unpack_from(">I", data)[0]
         family = min(little, big)  # host byte order of the writer, whichever that was (LOOP: network order)
-        return _ip(data, 4) if family == 2 or family in BSD_AF_INET6 else Skip.NOT_TCP
-    return Skip.UNKNOWN_LINK
+        return _ip(data, 4) if family == 2 or family in BSD_AF_INET6 else NoSegment.NOT_TCP
+    return NoSegment.UNKNOWN_LINK
 
 
-def _ether(data: bytes, at: int, start: int = -1) -> Segment | Skip:
+def _ether(data: bytes, at: int, start: int = -1) -> Segment | NoSegment:
     """The ethertype at AT (then VLAN tags), the network layer after it (or at START when given)."""
     if len(data) < at + 2:
-        return Skip.NOT_TCP
+        return NoSegment.NOT_TCP
     kind = _U16(data, at)[0]
     at += 2
     while kind in VLAN_TAGS and len(data) >= at + 4:
         kind = _U16(data, at + 2)[0]
         at += 4
     if kind != ETH_IPV4 and kind != ETH_IPV6:
-        return Skip.NOT_TCP
+        return NoSegment.NOT_TCP
     return _ip(data, start if start >= 0 else at)
 
 
-def _ip(data: bytes, at: int) -> Segment | Skip:
+def _ip(data: bytes, at: int) -> Segment | NoSegment:
     if len(data) < at + 1:
-        return Skip.NOT_TCP
+        return NoSegment.NOT_TCP
     version = data[at] >> 4
     if version == 4:
         return _ipv4(data, at)
     if version == 6:
         return _ipv6(data, at)
-    return Skip.NOT_TCP
+    return NoSegment.NOT_TCP
 
 
-def _ipv4(data: bytes, at: int) -> Segment | Skip:
+def _ipv4(data: bytes, at: int) -> Segment | NoSegment:
     if len(data) < at + 20:
-        return Skip.NOT_TCP
+        return NoSegment.NOT_TCP
     ihl = (data[at] & 0x0F) * 4
     total = _U16(data, at + 2)[0] or len(data) - at  # 0: a segmentation offload capture, as Wireshark reads it
     if ihl < 20 or total < ihl:
-        return Skip.NOT_TCP
+        return NoSegment.NOT_TCP
     if _U16(data, at + 6)[0] & 0x3FFF:  # more fragments, or an offset
-        return Skip.FRAGMENT
+        return NoSegment.FRAGMENT
     if data[at + 9] != TCP:
-        return Skip.NOT_TCP
+        return NoSegment.NOT_TCP
     return _tcp(data, at + ihl, at + total, _addr(data[at + 12 : at + 16]), _addr(data[at + 16 : at + 20]))
 
 
-def _ipv6(data: bytes, at: int) -> Segment | Skip:
+def _ipv6(data: bytes, at: int) -> Segment | NoSegment:
     if len(data) < at + 40:
-        return Skip.NOT_TCP
+        return NoSegment.NOT_TCP
     end = at + 40 + (_U16(data, at + 4)[0] or len(data) - at - 40)  # 0: a jumbogram's length is in an option
     nxt, here = data[at + 6], at + 40
     while nxt != TCP:
         if len(data) < here + 8:
-            return Skip.NOT_TCP
+            return NoSegment.NOT_TCP
         if nxt == IPV6_FRAGMENT:
             if _U16(data, here + 2)[0] & 0xFFF9:  # an offset or more fragments (an atomic fragment is whole)
-                return Skip.FRAGMENT
+                return NoSegment.FRAGMENT
             size = 8
         elif nxt in IPV6_EXTENSIONS:
             size = (data[here + 1] + 1) * 8
         elif nxt == IPV6_AH:
             size = (data[here + 1] + 2) * 4
         else:
-            return Skip.NOT_TCP
+            return NoSegment.NOT_TCP
         nxt, here = data[here], here + size
     return _tcp(data, here, end, _addr(data[at + 8 : at + 24]), _addr(data[at + 24 : at + 40]))
 
 
-def _tcp(data: bytes, at: int, end: int, src: str, dst: str) -> Segment | Skip:
+def _tcp(data: bytes, at: int, end: int, src: str, dst: str) -> Segment | NoSegment:
     if len(data) < at + 20:
-        return Skip.NOT_TCP
+        return NoSegment.NOT_TCP
     sport, dport, seq, ack, offset_flags, window = _TCP.unpack_from(data, at)
     header = (offset_flags >> 12) * 4
     length = end - at - header
     if header < 20 or length < 0 or len(data) < at + header:
-        return Skip.NOT_TCP
+        return NoSegment.NOT_TCP
     flags = offset_flags & 0x0FFF
     scale = _window_scale(data, at + 20, at + header) if flags & 0x02 else -1
     return src, dst, sport, dport, seq, ack, flags, window, data[at + header : end], length, scale

@@ -18,7 +18,7 @@ from typing import IO
 from ...errors import InputError, ToolMissingError
 from ...model import AnomalyName
 from ...model.timestamps import EARLIEST, LATEST
-from .frames import Frame, Problem
+from .frames import Frame, ReadProblem
 
 _NOISE = re.compile(r"^Running as user .* This could be dangerous\.$")
 INSTALL_HINT = "install it: sudo apt-get install tshark (Debian/Ubuntu), or Wireshark's installer elsewhere"
@@ -190,7 +190,7 @@ class TsharkFrames:
                 proc.kill()
                 proc.wait()
 
-    def problems(self) -> list[Problem]:
+    def problems(self) -> list[ReadProblem]:
         """tshark's complaints: an unreadable file is an InputError, anything else an anomaly."""
         messages = [ln.strip() for ln in self.stderr.splitlines() if ln.strip() and not _NOISE.match(ln.strip())]
         shown = [m.replace(str(self.path), self.name) for m in messages]
@@ -201,13 +201,13 @@ class TsharkFrames:
                 "is it a pcap/pcapng capture?",
             )
         return [
-            Problem(
+            ReadProblem(
                 AnomalyName.CAPTURE_TRUNCATED,
                 f"the capture ends in the middle of a packet after frame {self.last}; "
                 f"everything before it was read ({message})",
                 None,
             )
             if "cut short in the middle of a packet" in message
-            else Problem(AnomalyName.CAPTURE_TSHARK_ERROR, message, None)
+            else ReadProblem(AnomalyName.CAPTURE_TSHARK_ERROR, message, None)
             for message in shown
         ]
