@@ -255,6 +255,23 @@ def test_port_reuse_starts_a_new_stream_as_in_tshark(tmp_path: Path) -> None:
     assert [f.stream for f in ours if isinstance(f, Frame)] == [0] * 5 + [1, 1, 1]
 
 
+@NEEDS_TSHARK
+def test_ip_lengths_that_lie_count_to_the_packets_end_as_in_tshark(tmp_path: Path) -> None:
+    v4 = sp.ipv4(C4, S4, sp.tcp(40000, 8000, 5, 6, 0x18, b"hello"))
+    v6 = sp.ipv6(C6, S6, sp.tcp(40001, 8000, 5, 6, 0x18, b"hello"))
+    packets = [
+        v4[:2] + b"\x00\xc8" + v4[4:],  # total length 200 in a packet of 45 bytes
+        v4[:2] + b"\x00\x00" + v4[4:],  # 0: segmentation offload
+        v6[:4] + b"\x00\xc8" + v6[6:],  # payload length 200
+        v4[:2] + b"\x00\x10" + v4[4:],  # shorter than its own header
+    ]
+    path = tmp_path / "lengths.pcap"
+    path.write_bytes(sp.pcap([(1_733_300_000, n, p) for n, p in enumerate(packets)], linktype=sp.RAW))
+    ours = _direct(path)[0]
+    assert ours == _tshark(path)[0]
+    assert [f.length if isinstance(f, Frame) else None for f in ours] == [5, 5, 5, None]
+
+
 def _events(path: Path, choice: CaptureReaderChoice = CaptureReaderChoice.DIRECT) -> list[Event]:
     return list(READER.read(InputSource(path.name, path), ReadOptions(capture_reader=choice)))
 

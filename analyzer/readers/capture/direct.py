@@ -66,9 +66,9 @@ class DirectFrames:
         """Every frame: a `Frame` for a TCP segment, the frame's number for any other packet."""
         with self.path.open("rb", buffering=1 << 20) as f:
             number = 0
-            for linktype, sec, ns, data, _ in packets(f, self.damage):
+            for linktype, sec, ns, data, reported in packets(f, self.damage):
                 number += 1
-                seg = decode(linktype, data)
+                seg = decode(linktype, data, max(reported, len(data)))
                 if type(seg) is tuple:
                     yield self._frame(number, sec, ns, seg)
                     continue

@@ -42,26 +42,27 @@ _TCP = struct.Struct("!HHIIHH")
 _U16 = struct.Struct("!H").unpack_from
 
 
-def decode(linktype: int, data: bytes) -> Segment | NoSegment:
-    """The TCP segment in one packet, or why there is none."""
+def decode(linktype: int, data: bytes, reported: int) -> Segment | NoSegment:
+    """The TCP segment in one packet of REPORTED bytes on the wire (DATA may be fewer: the snaplen), or why
+    there is none. An IP length past the packet's end counts to its end, as in Wireshark."""
     if linktype == ETHERNET:
-        return _ether(data, 12)
+        return _ether(data, 12, reported)
     if linktype in (RAW, RAW_OLD, RAW_OLD2, IPV4, IPV6):
-        return _ip(data, 0)
+        return _ip(data, 0, reported)
     if linktype == SLL:
-        return _ether(data, 14)
+        return _ether(data, 14, reported)
     if linktype == SLL2:
-        return _ether(data, 0, start=20)
+        return _ether(data, 0, reported, start=20)
     if linktype in (NULL, LOOP):
         if len(data) < 4:
             return NoSegment.NOT_TCP
         little, big = struct.unpack_from("<I", data)[0], struct.unpack_from(">I", data)[0]
         family = min(little, big)  # host byte order of the writer, whichever that was (LOOP: network order)
-        return _ip(data, 4) if family == 2 or family in BSD_AF_INET6 else NoSegment.NOT_TCP
+        return _ip(data, 4, reported) if family == 2 or family in BSD_AF_INET6 else NoSegment.NOT_TCP
     return NoSegment.UNKNOWN_LINK
 
 
-def _ether(data: bytes, at: int, start: int = -1) -> Segment | NoSegment:
+def _ether(data: bytes, at: int, reported: int, start: int = -1) -> Segment | NoSegment:
     """The ethertype at AT (then VLAN tags), the network layer after it (or at START when given)."""
     if len(data) < at + 2:
         return NoSegment.NOT_TCP
@@ -72,38 +73,40 @@ def _ether(data: bytes, at: int, start: int = -1) -> Segment | NoSegment:
         at += 4
     if kind != ETH_IPV4 and kind != ETH_IPV6:
         return NoSegment.NOT_TCP
-    return _ip(data, start if start >= 0 else at)
+    return _ip(data, start if start >= 0 else at, reported)
 
 
-def _ip(data: bytes, at: int) -> Segment | NoSegment:
+def _ip(data: bytes, at: int, reported: int) -> Segment | NoSegment:
     if len(data) < at + 1:
         return NoSegment.NOT_TCP
     version = data[at] >> 4
     if version == 4:
-        return _ipv4(data, at)
+        return _ipv4(data, at, reported)
     if version == 6:
-        return _ipv6(data, at)
+        return _ipv6(data, at, reported)
     return NoSegment.NOT_TCP
 
 
-def _ipv4(data: bytes, at: int) -> Segment | NoSegment:
+def _ipv4(data: bytes, at: int, reported: int) -> Segment | NoSegment:
     if len(data) < at + 20:
         return NoSegment.NOT_TCP
     ihl = (data[at] & 0x0F) * 4
-    total = _U16(data, at + 2)[0] or len(data) - at  # 0: a segmentation offload capture, as Wireshark reads it
+    total = _U16(data, at + 2)[0] or reported - at  # 0: a segmentation offload capture, as Wireshark reads it
     if ihl < 20 or total < ihl:
         return NoSegment.NOT_TCP
     if _U16(data, at + 6)[0] & 0x3FFF:  # more fragments, or an offset
         return NoSegment.FRAGMENT
     if data[at + 9] != TCP:
         return NoSegment.NOT_TCP
-    return _tcp(data, at + ihl, at + total, _addr(data[at + 12 : at + 16]), _addr(data[at + 16 : at + 20]))
+    return _tcp(
+        data, at + ihl, min(at + total, reported), _addr(data[at + 12 : at + 16]), _addr(data[at + 16 : at + 20])
+    )
 
 
-def _ipv6(data: bytes, at: int) -> Segment | NoSegment:
+def _ipv6(data: bytes, at: int, reported: int) -> Segment | NoSegment:
     if len(data) < at + 40:
         return NoSegment.NOT_TCP
-    end = at + 40 + (_U16(data, at + 4)[0] or len(data) - at - 40)  # 0: a jumbogram's length is in an option
+    end = min(at + 40 + (_U16(data, at + 4)[0] or reported - at - 40), reported)  # 0: a jumbogram (length in an option)
     nxt, here = data[at + 6], at + 40
     while nxt != TCP:
         if len(data) < here + 8:
