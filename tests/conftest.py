@@ -4,11 +4,20 @@ Property tests run derandomised and without an example database, so a CI run on 
 same run every time, and the timing health check is off: on a loaded machine generating examples is slow,
 which says nothing about the code (a test's own @settings adds to this profile; CANCELWIRE_FUZZ_EXAMPLES
 runs of tests/fuzzing.py stay random on purpose).
+
+A suite started as a background job of a shell without job control (`pytest &` in a script, as a CI
+runner may) inherits SIGINT ignored, and so would every cancelwire it starts: the tests of Ctrl-C would
+see it ignored. The suite takes Python's own handler back, which its children do not inherit as ignored.
 """
 
 from __future__ import annotations
 
+import signal
+
 from hypothesis import HealthCheck, settings
+
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 settings.register_profile(
     "cancelwire", derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow]

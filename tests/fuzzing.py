@@ -91,6 +91,14 @@ READER_SAMPLES: dict[str, tuple[str, ...]] = {
         "tests/fixtures/inspector/history-late-result-after-cancel.json",
         "tests/fixtures/inspector/network-sdk-cancel-notification.json",
     ),
+    "mitmproxy": (
+        "sample_captures/mitmproxy/mitmdump-sdk-cancel-notification.flows",
+        "sample_captures/mitmproxy/mitmdump-h2-client-resets-stream.flows",
+    ),
+    "otlp": (
+        "sample_captures/otlp/sdk-stdio-cancel-handler-runs-on.server.otlp.jsonl",
+        "sample_captures/otlp/sdk-stdio-cancel-handler-runs-on.client.otlp.jsonl",
+    ),
     "pcap": (
         "sample_captures/http/sdk-http-cancel-close-stream.pcapng",
         "sample_captures/http/bad-server-writes-after-disconnect.pcapng",

@@ -111,9 +111,9 @@ def _messages_by_line(events: list[Event]) -> dict[int, list[tuple[object, ...]]
 
 
 def _half_line_cases() -> Iterator[tuple[str, str, int]]:
-    # a HAR or an Inspector export is one JSON document, not lines: their cuts are tested in
-    # tests/test_har_reader.py and tests/test_inspector.py
-    for name in (n for n in TEXT_READERS if n not in ("har", "inspector")):
+    # a HAR or an Inspector export is one JSON document, and a mitmproxy flow file no lines: their cuts are
+    # tested in tests/test_har_reader.py, tests/test_inspector.py and tests/test_mitmproxy.py
+    for name in (n for n in TEXT_READERS if n not in ("har", "inspector", "mitmproxy")):
         for path in READER_SAMPLES[name]:
             yield name, path, 0
 

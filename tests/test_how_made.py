@@ -10,11 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from cancelwire.judge.catalog import load_catalog
+from cancelwire.model import Transport
 from cancelwire.support import inert
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(sys.executable).parent / "cancelwire"
 SAMPLE = str(ROOT / "sample_captures" / "stdio" / "handwritten-client-cancels-unknown-id.jsonl")
+CW201 = "write-after-disconnect"
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 
 
@@ -56,7 +59,7 @@ def test_text(team: Path) -> None:
         "  not in force under 2025-06-18 over stdio (1 session), so nothing to say: cancel-notification-for-task, "
         "task-status-after-cancel, tasks-cancel-final-not-rejected, task-result-after-cancel, "
         "tasks-cancel-not-marked-cancelled, related-task-tag-missing, related-task-tag-redundant, "
-        "related-task-tag-mismatch, write-after-disconnect",
+        "related-task-tag-mismatch",
     ]
 
 
@@ -114,3 +117,38 @@ def test_json(team: Path) -> None:
 def test_isolated_uses_no_settings(team: Path) -> None:
     text = audit(team, "--isolated", status=1)
     assert "settings file: none" in text and "cancel-unknown-request" in text.split("Findings")[1]
+
+
+def test_a_rule_that_cannot_apply_over_the_transport_is_not_out_of_force() -> None:
+    """ "Not in force" names what a revision takes away. A rule no revision can raise over a transport (its
+    condition starts from a stream event stdio never has, or is scoped to another transport, or no revision
+    gives it a level there) is not the revision's doing, so it is not listed there; over HTTP it is."""
+    rules = load_catalog()
+    never_over = {
+        transport.value: sorted(r.id for r in rules if not r.applies_over(transport)) for transport in Transport
+    }
+    assert never_over == {
+        "stdio": ["CW201", "CW202", "CW203", "CW204"],
+        "streamable-http": [],
+        "http-sse": ["CW202"],
+    }
+    assert all(r.applies_over(None) for r in rules)
+
+
+@pytest.mark.parametrize(
+    ("sample", "lines"),
+    [
+        ("stdio/sdk-cancel-slow-tool-2025-11-25.jsonl", []),
+        (
+            "http/sdk-http-cancel-notification.pcapng",
+            ["  not in force under 2025-11-25 over streamable-http (1 session), so nothing to say: " + CW201],
+        ),
+    ],
+)
+def test_out_of_force_lines_follow_the_transport(sample: str, lines: list[str]) -> None:
+    proc = subprocess.run(
+        [SCRIPT, "audit", str(ROOT / "sample_captures" / sample)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    block = proc.stdout.split("How this report was made\n")[1].split("\n\n")[0]
+    assert [line for line in block.splitlines() if "not in force" in line] == lines

@@ -21,12 +21,19 @@ from cancelwire.model import (
 )
 from cancelwire.readers import InputSource, ReadOptions, choose_reader
 from cancelwire.readers.tools.inspector import READER
+from cancelwire.reports.document import build
+from cancelwire.run.pipeline import audit
 from reader_audits import findings_of, report_of
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "inspector"
 CALL = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "w"}}
 T0 = "2026-07-24T09:30:00.000Z"
+NOT_JUDGED = (
+    "{name}#1: the recording cannot show receive-window-zero, server-bytes, stream-closed-by-client, "
+    "stream-closed-by-server, stream-opened, stream-reset-by-client, stream-reset-by-server, so not judged: "
+    "write-after-disconnect, stream-left-open-after-abandon, capture-ended-with-stream-open, message-after-disconnect"
+)
 
 
 def _events(path: Path) -> list[Any]:
@@ -201,3 +208,44 @@ def test_hostile_session_ids_are_bounded(tmp_path: Path) -> None:
     path = _write(tmp_path, [_fetch(CALL, requestHeaders={"mcp-session-id": sid}, error="aborted", duration=1)])
     (start,) = [e for e in _events(path) if isinstance(e, SessionStart)]
     assert len(start.session_key) < 200
+
+
+def _given_up(revision: str) -> list[dict[str, Any]]:
+    """A history where the Inspector's client gave a tools/call up (an abort) and sent no notifications/cancelled;
+    the server sent nothing more for it."""
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "slow", "arguments": {}}}
+    aborted = {"clientError": "AbortError: This operation was aborted", "duration": 2000}
+    if revision == "2026-07-28":  # no handshake: the revision rides in each request's _meta
+        call["params"]["_meta"] = {"io.modelcontextprotocol/protocolVersion": revision}
+        return [_entry("request", "client", call, **aborted)]
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": revision}}
+    welcome = {"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": revision, "capabilities": {}}}
+    ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    return [
+        _entry("request", "client", hello, response=welcome, duration=5),
+        _entry("notification", "client", ready),
+        _entry("request", "client", call, **aborted),
+    ]
+
+
+def test_a_give_up_without_a_cancel_where_the_history_cannot_tell_the_cancel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CW507 rests on the history holding every cancel the client made. Up to 2025-11-25 the cancel is the
+    notification on every transport: a give-up without one is CW507 (SHOULD). In 2026-07-28 it is the
+    notification on stdio only; on Streamable HTTP the client cancels by closing the request's stream (the
+    SDK client sends no notification there), which a history never shows, and a history does not say its
+    transport: not judged, and said so (before: CW507 error, exact, on every HTTP session's abort)."""
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path, _given_up("2025-11-25")).rename(tmp_path / "old.json")
+    report = build(audit(["old.json"]))
+    assert findings_of(report) == [("CW507", "warning", "exact", 2, [35])]  # the aborted call's entry
+    assert report["unjudged"] == [NOT_JUDGED.format(name="old.json")]
+    _write(tmp_path, _given_up("2026-07-28")).rename(tmp_path / "new.json")
+    report = build(audit(["new.json"]))
+    assert findings_of(report) == []
+    assert report["unjudged"] == [
+        "new.json#1: the recording does not say the transport, and under 2026-07-28 the rule is in force over "
+        "stdio only, so not judged: gave-up-without-cancel",
+        NOT_JUDGED.format(name="new.json"),
+    ]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from cancelwire.model import Anomaly, AnomalyName, Direction, MessageEvent, SessionStart, Transport, Vantage
-from cancelwire.readers import InputSource, ReadOptions, choose_reader
+from cancelwire.readers import InputSource, ReadOptions, choose_reader, event_factory
 from cancelwire.readers.tools.mcpsnoop import READER, UNRECORDED
 from reader_audits import findings_of, report_of
 
@@ -178,3 +178,37 @@ def test_hostile_session_ids_and_labels_are_bounded(tmp_path: Path) -> None:
     (start,) = [e for e in _events(path) if isinstance(e, SessionStart)]
     assert start.session_key.startswith("snoop.jsonl#sid-") and len(start.session_key) < 50
     assert start.label == "L" * 200
+
+
+def test_a_frame_is_read_from_the_records_json_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each record's line is parsed once: a frame's `raw` is classified as parsed with its envelope (its text
+    never parsed again); what that cannot settle (an id that may be past 64 bits, a batch, a problem, a time
+    that is no clock reading) is read from the text as before, with the same events. An id past 64 bits, which
+    the record's parse reads as a float, is read again from the line (before: a CW302 naming the float)."""
+    big = 18446744073709551621  # past 64 bits: read exactly
+    path = _write(
+        tmp_path,
+        _record(1, raw=CALL),
+        json.dumps(_record(2, raw={"jsonrpc": "2.0", "id": "BIG", "method": "ping"})).replace('"BIG"', str(big)),
+        _record(3, raw={"jsonrpc": "2.0", "id": 1.5, "method": "ping"}),
+        _record(4, raw=[{"jsonrpc": "2.0", "method": "notifications/initialized"}]),
+        _record(5, raw={"jsonrpc": "2.0", "id": 4, "method": "ping"}, ts="2300-01-01T00:00:00Z"),
+    )
+    loads: list[str] = []
+    parse = event_factory._loads
+    monkeypatch.setattr(event_factory, "_loads", lambda text: loads.append(text) or parse(text))
+    events = [e for e in _events(path) if not isinstance(e, SessionStart)]
+    shown = [
+        (e.origin.line, e.message.id, e.ts) if isinstance(e, MessageEvent) else (e.origin.line, e.name.value)
+        for e in events
+    ]
+    assert shown == [
+        (1, 1, 1782588540.5),
+        (2, big, 1782588540.5),  # the envelope's parse read it as a float: read again from the line, exactly
+        (3, "jsonrpc.invalid-message"),  # a float id
+        (4, "jsonrpc.batch"),
+        (4, None, 1782588540.5),
+        (5, "input.implausible-time"),
+        (5, 4, None),
+    ]
+    assert len(loads) == 4  # the text path only for lines 2-5: line 1's frame was parsed once, with its record

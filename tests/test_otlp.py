@@ -13,7 +13,7 @@ from cancelwire.api import audit
 from cancelwire.ci.gates import Triage
 from cancelwire.reports.otlp import MAX_VALUE_CHARS, traces
 from google.protobuf import json_format
-from opentelemetry.proto.trace.v1.trace_pb2 import Span, TracesData
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status, TracesData
 from test_cli import run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,15 +73,18 @@ def test_http_session_as_traces(monkeypatch: pytest.MonkeyPatch) -> None:
         "mcp.protocol.version": "2025-11-25",
         "gen_ai.tool.name": "slow_write",
         "gen_ai.operation.name": "execute_tool",
-        "error.type": "_OTHER",
+        "network.transport": "tcp",
+        "network.protocol.name": "http",
+        "error.type": "-32800",
+        "rpc.response.status_code": "-32800",
         "cancelwire.cancel.outcome": "late-result-violation",
         "cancelwire.cancel.certainty": "exact",
     }
     assert call.status.code == call.status.STATUS_CODE_ERROR
     span_ns = call.end_time_unix_nano - call.start_time_unix_nano  # 13.903119 s to 14.918449 s
     assert span_ns == pytest.approx(1_015_330_000, abs=2000)
-    finding, cancel = sorted(call.events, key=lambda e: e.name)
-    assert (cancel.name, _attributes(cancel)) == ("mcp.cancel", {"cancelwire.cancel.mechanism": "notification"})
+    cancel, finding = sorted(call.events, key=lambda e: e.name)
+    assert (cancel.name, _attributes(cancel)) == ("cancelwire.cancel", {"cancelwire.cancel.mechanism": "notification"})
     assert finding.name == "cancelwire.finding"
     assert {k: v for k, v in _attributes(finding).items() if k != "cancelwire.message"} == {
         "cancelwire.rule.id": "CW101",
@@ -139,3 +142,55 @@ def test_the_command_writes_otlp(tmp_path: Path) -> None:
         names = [s.name for s in _spans(parsed(document))]
         label = "/work/main/.venv/bin/python /work/main/scripts/peers/misbehaving_server.py late-result"
         assert names == [f"mcp session {label}", "initialize", "tools/call slow_write"]
+
+
+CAPTURE = "sample_captures/http/sdk-http-cancel-notification.pcapng"
+SESSION_ID = "f39ce014810e439fbe039ed91e035b9b"
+
+
+def test_a_capture_gives_the_session_id_and_the_error_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Python SDK's server answers the cancelled call with -32800 (sample_captures/http/README.md), under
+    the Mcp-Session-Id it gave on initialize: the conventions' attributes on every span, error ones on the call."""
+    session, *requests = _spans(_traces(CAPTURE, monkeypatch))
+    conventions = {
+        "mcp.session.id": SESSION_ID,
+        "mcp.protocol.version": "2025-11-25",
+        "network.transport": "tcp",
+        "network.protocol.name": "http",
+    }
+    assert {k: v for k, v in _attributes(session).items() if not k.startswith("cancelwire.")} == conventions
+    assert [s.name for s in requests] == ["initialize", "tools/list", "tools/call slow_write"]
+    for span in requests:
+        assert span.kind == Span.SPAN_KIND_CLIENT
+        assert _attributes(span).items() >= conventions.items()
+    *fine, call = requests
+    assert [(s.status.code, "error.type" in _attributes(s)) for s in fine] == [(Status.STATUS_CODE_UNSET, False)] * 2
+    assert {k: v for k, v in _attributes(call).items() if k.startswith(("error", "rpc", "gen_ai"))} == {
+        "error.type": "-32800",
+        "rpc.response.status_code": "-32800",
+        "gen_ai.tool.name": "slow_write",
+        "gen_ai.operation.name": "execute_tool",
+    }
+    assert call.status.code == Status.STATUS_CODE_ERROR
+    assert sorted(e.name for e in call.events) == ["cancelwire.cancel", "cancelwire.finding"]
+
+
+def test_tool_errors_and_codes_without_a_number(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = [
+        (1.0, "c2s", {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "w"}}),
+        (1.5, "s2c", {"jsonrpc": "2.0", "id": 1, "result": {"content": [], "isError": True}}),
+        (2.0, "c2s", {"jsonrpc": "2.0", "id": 2, "method": "ping"}),
+        (2.5, "s2c", {"jsonrpc": "2.0", "id": 2, "error": {"code": 2**63, "message": "past 64 bits"}}),
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps({"ts": ts, "dir": d, "line": json.dumps(m)}) + "\n" for ts, d, m in lines))
+    monkeypatch.chdir(tmp_path)
+    _, tool, ping = _spans(parsed(traces(Triage(audit(["t.jsonl"])))))
+    assert [
+        (s.name, s.status.code, {k: v for k, v in _attributes(s).items() if k.startswith(("error", "rpc", "net"))})
+        for s in (tool, ping)
+    ] == [
+        ("tools/call w", Status.STATUS_CODE_ERROR, {"network.transport": "pipe", "error.type": "tool_error"}),
+        ("ping", Status.STATUS_CODE_ERROR, {"network.transport": "pipe", "error.type": "_OTHER"}),
+    ]
+    assert "mcp.session.id" not in _attributes(tool)  # stdio has no session id

@@ -30,7 +30,7 @@ def _entry(seq: int, kind: EntryKind = EntryKind.PROGRESS, relation: Relation | 
     return TimelineEntry(kind, Side.SERVER, seq, float(seq), Origin("f", line=seq), relation=relation)
 
 
-def _session(transport: Transport = Transport.STDIO) -> SessionState:
+def _session(transport: Transport = Transport.STDIO, session_id: str | None = None) -> SessionState:
     start = SessionStart(
         seq=0,
         ts=0.0,
@@ -39,6 +39,7 @@ def _session(transport: Transport = Transport.STDIO) -> SessionState:
         transport=transport,
         vantage=Vantage.PROXY,
         input_format="cancelwire-transcript",
+        session_id=session_id,
     )
     return SessionState(start)
 
@@ -150,7 +151,7 @@ def test_the_revision_in_force_is_decided_in_one_place(
 
 
 def test_the_positional_timeline_constructor_puts_every_field_in_its_place() -> None:
-    session = _session(Transport.STREAMABLE_HTTP)
+    session = _session(Transport.STREAMABLE_HTTP, "sid-1")
     session.learn_revision("2025-06-18", RevisionBasis.NEGOTIATED)
     session.tool_effects["write"] = ToolEffect.SIDE_EFFECTING
     item = _request(7, declared="2025-11-25")
@@ -181,6 +182,7 @@ def test_the_positional_timeline_constructor_puts_every_field_in_its_place() -> 
         "unrecorded": frozenset({EntryKind.RESULT, EntryKind.ERROR_RESULT}),
         "reply_unread": True,
         "measured_window": 0.25,
+        "session_id": "sid-1",
     }
 
 

@@ -27,7 +27,7 @@ SAMPLES = sorted(
     p.relative_to(ROOT)
     for p in (ROOT / "sample_captures").rglob("*")
     if p.is_file()
-    and p.suffix in (".jsonl", ".pcapng", ".pcap", ".log", ".gz", ".har")
+    and p.suffix in (".jsonl", ".pcapng", ".pcap", ".log", ".gz", ".har", ".flows")
     and not p.name.endswith((".server.jsonl", ".client.jsonl"))
 )
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from cancelwire.run.pipeline import AuditOptions, audit
 from cancelwire.run.results import AuditResult
+from test_cli import ROOT, run
 from transcripts import Line, write_transcript
 
 SLOW = Path(__file__).resolve().parent.parent / "sample_captures" / "slow-link"
@@ -186,6 +187,33 @@ def test_over_tls_at_the_server_end_a_record_that_acknowledges_the_fin_is_a_writ
     evidence = (f"{HTTPS}.server-end.pcapng#36", f"{HTTPS}.server-end.pcapng#37")
     assert _findings(result) == {("CW101", 4, "error", "exact", evidence), ("CW201", 4, "error", "exact", evidence)}
     assert _outcomes(result) == [(4, "late-result-violation", "exact")]
+
+
+@needs_tshark
+@pytest.mark.parametrize(
+    ("name", "fin", "offset"), [(HTTP, 33, "-0.0608 s ± 0.0611 s"), (HTTPS, 36, "-0.0590 s ± 0.0605 s")]
+)
+def test_merged_with_the_server_log_the_result_was_written_before_the_fin(name: str, fin: int, offset: str) -> None:
+    """The server's log wrote the result about 0.1 s before the client's FIN reached the server; the capture at
+    the server end saw the FIN before the result's segment left (Nagle held it). The segment leaving after the FIN
+    orders nothing against the log's write (the log saw the reply first): the aligned clock places the FIN after
+    the result, so the call was answered before the close came, and no reply is "-0.046 s after the cancel"."""
+    pair = [f"sample_captures/slow-link/{name}.server-end.pcapng", f"sample_captures/slow-link/{name}.server.jsonl"]
+    done = run("audit", "--merge", *pair)
+    assert done.returncode == 0, done.stderr
+    head = done.stdout.split("\n\nInputs:")[0]
+    log, capture = (f"sample_captures/slow-link/{name}.{end}" for end in ("server.jsonl", "server-end.pcapng"))
+    assert head == (
+        "Findings: 0 errors, 0 warnings, 0 info\n\n"
+        f"Merged recordings of {log}#1\n"
+        f"  {log} clock = {capture} clock {offset}, drift +0.0 ppm (4 request/reply pair(s), 0 rejected as outliers)\n"
+        f"  primary {log} [ndjson, vantage server]: 8 message(s), 8 in both, 0 only here\n"
+        f"  secondary {capture} [pcap, vantage wire]: 8 message(s), 8 in both, 0 only here, 6 transport fact(s) taken\n"
+        "  lost between them: 0; missing from one: 0; calls given up with no cancel reaching the server: 0"
+    )
+    result = _run(*(ROOT / p for p in pair), merge=True)
+    assert (_findings(result), _outcomes(result)) == (set(), [])
+    assert all(s.timestamps_ordered for s in result.sessions)
 
 
 H2 = "handwritten-h2c-result-crosses-reset"

@@ -68,7 +68,7 @@ def test_model_records_are_immutable_to_the_type_checker(tmp_path: Path) -> None
         "entry.seq = 4\n"
     )
     proc = subprocess.run(
-        [BIN / "mypy", "--strict", "--no-incremental", str(snippet)],
+        [BIN / "mypy", "--strict", str(snippet)],
         cwd=ROOT,
         capture_output=True,
         text=True,

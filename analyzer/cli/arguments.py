@@ -20,7 +20,9 @@ from ..readers import ReadOptions, reader_names
 from ..readers.base import CaptureReaderChoice
 from ..readers.inflate import InflateLimits, ratio_of
 from ..rebuild.reconstruct import DEFAULT_MAX_OPEN, ReconstructOptions
+from ..reports import otlp_http
 from ..reports.formats import FORMATS
+from ..reports.otlp_http import DEFAULT_TIMEOUT
 from ..run.pipeline import AuditOptions
 from ..run.results import Setting
 from ..support import inert
@@ -28,6 +30,8 @@ from ..support.values import count_of, seconds_of
 
 #: Frame numbers are 32-bit in pcap/pcapng tools (tshark's frame.number is a uint32).
 MAX_FRAME = 2**32 - 1
+MAX_OTLP_TIMEOUT = 600.0
+"""The longest `--otlp-timeout`: a send never holds a CI job longer than this per request."""
 N = TypeVar("N", int, float)
 T = TypeVar("T")
 
@@ -242,6 +246,7 @@ def _audit_parser(a: argparse.ArgumentParser) -> None:
         help="append findings, cancellations and exchanges to Parquet datasets under DIR (see docs/scale.md)",
     )
     a.add_argument("--dask", metavar="ADDRESS", help="audit inputs as tasks on this Dask scheduler (cancelwire[dask])")
+    _otlp_options(a)
     a.add_argument(
         "--redact",
         action="store_true",
@@ -254,6 +259,53 @@ def _audit_parser(a: argparse.ArgumentParser) -> None:
     a.add_argument("--config", type=Path, metavar="FILE", help="settings file to use instead of the one found")
     a.add_argument("--isolated", action="store_true", help="use no settings file")
     _debug(a, argparse.SUPPRESS)
+
+
+def _otlp_options(a: argparse.ArgumentParser) -> None:
+    a.add_argument(
+        "--otlp-endpoint",
+        type=_checked(otlp_http.endpoint),
+        metavar="URL",
+        help="also send the traces of --format otlp to this OTLP/HTTP collector (v1/traces is appended)",
+    )
+    a.add_argument(
+        "--otlp-header",
+        action="append",
+        type=_checked(otlp_http.header),
+        default=[],
+        metavar="NAME=VALUE",
+        help="an HTTP header for --otlp-endpoint (an API key); repeatable",
+    )
+    a.add_argument(
+        "--otlp-timeout",
+        type=_number(float, _positive_seconds, "a number of seconds"),
+        metavar="SECONDS",
+        help=f"how long each request to --otlp-endpoint may take, retries included (default {DEFAULT_TIMEOUT:g})",
+    )
+    a.add_argument(
+        "--otlp-protocol",
+        choices=tuple(otlp_http.PROTOCOLS),
+        help="http/protobuf (default; cancelwire[otlp]) or http/json",
+    )
+
+
+def _checked(parse: Callable[[str], T]) -> Callable[[str], T]:
+    """An argparse type from a parser that raises ValueError with the reason."""
+
+    def convert(text: str) -> T:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return convert
+
+
+def _positive_seconds(value: float) -> float:
+    seconds = seconds_of(value)
+    if not 0 < seconds <= MAX_OTLP_TIMEOUT:
+        raise ValueError(f"must be more than 0 and at most {MAX_OTLP_TIMEOUT:g} seconds, not {value:g}")
+    return seconds
 
 
 def color_option(parser: argparse.ArgumentParser) -> None:

@@ -18,8 +18,9 @@ from typing import Any, TypeVar
 
 from ..ci import baseline
 from ..ci.gates import Triage
-from ..errors import InputError, OutputError
+from ..errors import CancelwireError, InputError, OutputError
 from ..fleet.pool import Fleet
+from ..reports import otlp_http
 from ..reports.dataset import DatasetWriter
 from ..reports.formats import Output
 from ..run.pipeline import AuditOptions, audit
@@ -34,9 +35,10 @@ class ExchangeRows:
     """Where each exchange row goes besides --exchanges: the dataset, and a spool for the HTML report's
     charts (drawn from the exchange table) and the OTLP report's spans when either is asked for."""
 
-    def __init__(self, reports: list[Output], dataset: DatasetWriter | None) -> None:
+    def __init__(self, reports: list[Output], dataset: DatasetWriter | None, *, traces: bool = False) -> None:
         self.dataset = dataset
-        wanted = any(r.format in ("html", "otlp") for r in reports)  # charts; one span per request
+        # charts; one span per request (TRACES: --otlp-endpoint)
+        wanted = traces or any(r.format in ("html", "otlp") for r in reports)
         self.spool: Spool[dict[str, Any]] | None = Spool() if wanted else None
 
     @property
@@ -67,6 +69,27 @@ def output_targets(
     if summary and any(o.format == "github" for o in reports):
         targets.append((STEP_SUMMARY, Path(summary)))
     return targets
+
+
+def otlp_options(args: argparse.Namespace) -> None:
+    """The --otlp-* options, checked before the audit: a typo or a missing extra does not cost a long run."""
+    if args.otlp_endpoint is None:
+        given = [name for name in ("header", "timeout", "protocol") if getattr(args, f"otlp_{name}")]
+        if given:
+            raise CancelwireError(f"--otlp-{given[0]} needs --otlp-endpoint URL")
+        return
+    otlp_http.check_protocol(args.otlp_protocol or "http/protobuf")
+
+
+def send_traces(args: argparse.Namespace, document: dict[str, Any]) -> otlp_http.Sent:
+    """The audit's traces (`otlp.traces`) sent to --otlp-endpoint; `otlp_http.OtlpSendError` when they are not."""
+    return otlp_http.send(
+        document,
+        args.otlp_endpoint,
+        protocol=args.otlp_protocol or "http/protobuf",
+        headers=tuple(args.otlp_header),
+        timeout=args.otlp_timeout or otlp_http.DEFAULT_TIMEOUT,
+    )
 
 
 def check_step_summary(targets: list[tuple[str, Path]]) -> None:

@@ -30,6 +30,7 @@ from ..errors import CancelwireError, OutputError
 from ..fleet.pool import Fleet
 from ..judge import catalog, catalog_text
 from ..model import Severity
+from ..reports import otlp
 from ..reports.dataset import DatasetWriter
 from ..reports.formats import Output, OutputSpecError, plan, write
 from ..run.results import AuditResult, ExitStatus
@@ -168,6 +169,7 @@ def _audit(args: argparse.Namespace) -> int:
     if args.dataset:
         refuse_folder_in_inputs("--dataset", args.dataset, args.paths)
     audit_run.check_step_summary(targets)
+    audit_run.otlp_options(args)
     # checked before the audit, so a typo does not cost a long run
     gates = parse_gates({**settings.gates, **dict(map(gate_option, args.gate))}, "--gate")
     known = baseline.read(args.baseline) if args.baseline else None
@@ -179,7 +181,7 @@ def _audit(args: argparse.Namespace) -> int:
                 files[option] = AtomicOutput(path, option)
         table = AtomicOutput(args.exchanges, "--exchanges") if args.exchanges else None
         dataset = DatasetWriter(args.dataset) if args.dataset else None
-        rows = audit_run.ExchangeRows(reports, dataset)
+        rows = audit_run.ExchangeRows(reports, dataset, traces=args.otlp_endpoint is not None)
         with _progress(args) as progress:
             wanted = rows.add if rows.wanted else None  # rows cost a pass per exchange (and pandas)
             fleet = Fleet(args.jobs, args.dask, progress)
@@ -195,6 +197,7 @@ def _audit(args: argparse.Namespace) -> int:
             )
             written = _write_outputs(triage, reports, files, dataset, args)
             status = triage.exit_status()
+            document = otlp.traces(triage) if args.otlp_endpoint else None
         finally:
             result.close()
         if _drop_baseline_of_nothing(result, files):
@@ -207,6 +210,11 @@ def _audit(args: argparse.Namespace) -> int:
             if out is not None:
                 out.discard()
     _said_after(args, result, written, triage)
+    if document is not None:  # after every file is in place: a collector that fails keeps none of them from it
+        sent = audit_run.send_traces(args, document)
+        rejected = f"; it rejected {sent.rejected}: {sent.said}" if sent.rejected else ""
+        where = inert.terminal(args.otlp_endpoint.traces_url)
+        _say(f"cancelwire: {where}: sent {sent.spans} span(s) in {sent.requests} request(s){rejected}")
     return status
 
 

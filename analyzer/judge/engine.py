@@ -40,7 +40,8 @@ class SkipKind(StrEnum):
 
     NOT_IN_FORCE = "not-in-force"
     """The session's revision (over its transport) gives the rule no level: it was judged, with nothing to
-    say. The reports name the revision's rule set once, not under "Not judged"."""
+    say. The reports name the revision's rule set once, not under "Not judged". A rule no session over
+    that transport can raise under any revision (`Rule.applies_over`: CW201 on stdio) is not named."""
     UNRECORDED = "unrecorded"
     """The recording cannot show what the rule's verdict rests on (or a reply could not be read)."""
 
@@ -85,8 +86,18 @@ class Engine:
     def _level(
         self, rule: Rule, revision: Revision | None, transport: Transport | None, session: str | None
     ) -> Level | None:
+        if session is None or revision is None:
+            return rule.level_for(revision, transport)
+        over = rule.transports_in_force(revision) if transport is None else None
+        if over:  # the revision puts the rule in force over some transports only, and this one is not said
+            reason = (
+                f"the recording does not say the transport, and under {revision} the rule is in force over "
+                f"{' and '.join(over)} only"
+            )
+            self.skips.setdefault((rule.id, session), Skip(rule.id, rule.slug, session, reason))
+            return None
         level = rule.level_for(revision, transport)
-        if level is None and session is not None and revision is not None:
+        if level is None and rule.applies_over(transport):
             where = f"{revision} over {transport}" if transport else str(revision)
             self.skips.setdefault(
                 (rule.id, session),

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..model import (
+    Anomaly,
+    AnomalyName,
     CancelledCall,
     CancelMechanism,
     Certainty,
@@ -139,6 +141,23 @@ def _late(timeline: RequestTimeline) -> task_outcomes.Late | None:
         return task_outcomes.Late(Outcome.LATE_RESULT_VIOLATION, reply, why)
     why = "the reply crossed the cancel in flight; the canceller must discard it"
     return task_outcomes.Late(Outcome.LATE_RESULT_DISCARDED, reply, why)
+
+
+#: What a server's trace says of a cancelled call's handler (`merge/spans.py`), in an outcome's words.
+HANDLER_WORDS = {
+    AnomalyName.MERGE_HANDLER_RAN_ON: "the server's trace shows its handler ran on after the cancel",
+    AnomalyName.MERGE_HANDLER_STOPPED: "the server's trace shows its handler stopped at the cancel",
+}
+
+
+def with_handler(call: CancelledCall, fact: Anomaly | None) -> CancelledCall:
+    """CALL with what the server's span of it says (a `HANDLER_WORDS` anomaly of the same request): the
+    explanation says it, and the span is evidence. The outcome stays what the messages make it: a handler that
+    ran on may or may not have done its work, and one that stopped may have done part of it."""
+    if fact is None or fact.name not in HANDLER_WORDS:
+        return call
+    why = f"{call.explanation}; {HANDLER_WORDS[fact.name]} (its span, {fact.origin.display()})"
+    return replace(call, explanation=why, evidence=(*call.evidence, fact.origin))
 
 
 def marked(call: CancelledCall, judged: Sequence[tuple[Finding, Sequence[TimelineEntry]]]) -> CancelledCall:

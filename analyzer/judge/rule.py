@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..model import (
     REVISIONS,
+    TRANSPORT_KINDS,
     AnomalyName,
     CancelMechanism,
     EntryKind,
@@ -24,6 +25,9 @@ from ..model import (
 )
 
 LEVEL_ORDER = {Level.MAY: 0, Level.SHOULD: 1, Level.MUST: 2}
+NEVER_OVER = {Transport.STDIO: TRANSPORT_KINDS}
+"""Entry kinds a session over a transport never has: stdio has no streams to open, close or reset (its
+one transport fact is the process's exit)."""
 
 
 class RuleStatus(StrEnum):
@@ -149,6 +153,32 @@ class Rule:
             return None
         found = levels_of(value, transport)
         return found[0] if len(found) == 1 else (min(found, key=LEVEL_ORDER.__getitem__) if found else None)
+
+    def transports_in_force(self, revision: Revision) -> tuple[Transport, ...]:
+        """The transports `revision` puts the rule in force over when it leaves it out of force over others;
+        empty when the revision gives it a level over every transport, or over none."""
+        value = self.levels.get(revision)
+        if value is None or isinstance(value, Level) or len(value) == len(Transport):
+            return ()
+        return tuple(value)
+
+    def applies_over(self, transport: Transport | None) -> bool:
+        """Whether a session over `transport` can raise the rule under some revision: one gives it a level
+        over that transport, and each event a timeline rule's condition needs first (`on`, or `after` and
+        `then`) can occur there, within the selector's transport scope. An anomaly rule is left to the
+        readers that name its anomalies. Unknown transport: True (never silently off)."""
+        if transport is None:
+            return True
+        if not any(levels_of(value, transport) for value in self.levels.values()):
+            return False
+        never = NEVER_OVER.get(transport, frozenset())
+        cond = self.condition
+        needed = (cond.on, cond.after, cond.then)
+        return all(
+            (s.where.transport is None or transport in s.where.transport) and not s.events <= never
+            for s in needed
+            if s is not None
+        )
 
     def severity(self, level: Level) -> Severity:
         return self.severity_for[level]

@@ -36,7 +36,7 @@ from ..model import (
     TransportEvent,
     Vantage,
 )
-from . import align, crossing
+from . import align, crossing, spans
 from .align import Contribution, Item, MergeSummary, Travel
 from .facts import POSITION, Evidence, abandoned_calls, missing_messages, primary_streams
 
@@ -85,7 +85,14 @@ class MergedRecordings:
 
 
 def merge_recordings(first: Recording, second: Recording) -> MergedRecordings:
-    """Pair the sessions both recordings hold and merge each pair; the rest is judged on its own."""
+    """Pair the sessions both recordings hold and merge each pair; the rest is judged on its own. A trace
+    beside a recording of messages adds its spans' facts to that recording (`spans.merge_trace`)."""
+    if (first.reader == spans.TRACE_FORMAT) != (second.reader == spans.TRACE_FORMAT):
+        trace, other = (first, second) if first.reader == spans.TRACE_FORMAT else (second, first)
+        groups, found = spans.merge_trace(
+            (trace.name, trace.reader, trace.events), (other.name, other.reader, other.events)
+        )
+        return MergedRecordings(groups, found)
     loose_a, sessions_a = _split(first.events)
     loose_b, sessions_b = _split(second.events)
     pairs, ambiguous = _pair_sessions(sessions_a, sessions_b)
@@ -306,10 +313,11 @@ def _weave(evidence: Evidence, anchors: list[tuple[int, int]], problems: list[An
     margin = LOG_LATENCY + (evidence.clock.uncertainty if evidence.clock is not None else 0.0)
     for s_index, event in enumerate(secondary):
         if s_index in after_anchor:
-            stop = after_anchor[s_index]
-            out.extend(_by_time(primary[cursor:stop], pending, margin))
-            pending = []
-            cursor = stop
+            if _orders(evidence, event):
+                stop = after_anchor[s_index]
+                out.extend(_by_time(primary[cursor:stop], pending, margin))
+                pending = []
+                cursor = stop
             continue
         taken = _take(event, s_index in paired_s, evidence, streams)
         if taken is not None:
@@ -322,6 +330,17 @@ def _weave(evidence: Evidence, anchors: list[tuple[int, int]], problems: list[An
     if start is not None and crossed:
         start = replace(start, crossed=frozenset(n for n, e in enumerate(out, 1) if id(e) in crossed))
     return [_renumber(e, n, evidence.key, start) for n, e in enumerate(out, 1)], facts
+
+
+def _orders(evidence: Evidence, anchor: Event) -> bool:
+    """Whether what the secondary saw before this matched message happened before the primary saw it too: when
+    the message reached the secondary first (it flowed from the client's side, the primary standing nearer the
+    server), or the two stand at one place, or there is no clock to place anything by. A message the primary saw
+    first (a reply the server's log wrote before the wire carried it) orders nothing: a close the capture saw
+    before the reply's segment left may have come after the server wrote it, and the clock places it."""
+    if evidence.same_place or evidence.clock is None or not isinstance(anchor, MessageEvent):
+        return True
+    return anchor.direction is not Direction.S2C
 
 
 def _on_stream(event: Event, stream: str | None) -> Event:

@@ -83,10 +83,16 @@ class SessionStart:
     unrecorded: frozenset[EntryKind] = frozenset()
     """Timeline entry kinds the format cannot record (a HAR keeps no stream resets): rules whose
     condition names one are not judged on the session, and the report says so."""
+    transport_assumed: bool = False
+    """The recording does not say how the peers talked (an MCP Inspector protocol history): `transport` is the
+    reader's guess, and a verdict that the transport decides is not made (see `judge.engine`)."""
     crossed: frozenset[int] = frozenset()
     """Positions (`seq`) of messages a second recording proves crossed their request's cancel in flight:
     the receiver wrote them before it read the cancel, the canceller's side saw them after it sent it
     (`--merge`, merge/crossing.py). They are CROSSING, and EXACT."""
+    session_id: str | None = None
+    """The id the transport gave the session: its `Mcp-Session-Id`, or a legacy HTTP+SSE endpoint's
+    `sessionId`; None on stdio, and when the recording does not show one (it is then keyed otherwise)."""
 
 
 @record

@@ -25,6 +25,14 @@ def error_status(code: int | str) -> str:
     return f"error {code}"
 
 
+def error_code(error: Mapping[str, Any]) -> int | None:
+    """An error reply's `code` (its payload: the `error` object), when it is an integer a 64-bit column holds."""
+    code = error.get("code")
+    if isinstance(code, int) and not isinstance(code, bool) and -(2**63) <= code < 2**63:
+        return code
+    return None
+
+
 CANCEL_REJECTED = error_status(INVALID_PARAMS)
 """The status of a `tasks/cancel` answered INVALID_PARAMS: the task was already final."""
 

@@ -56,6 +56,10 @@ class TimelineEntry:
     """What a task entry reports: the task's status (`cancelled`, `completed`, ...; None for an empty
     acknowledgement), `result` for a `tasks/result` answered with content, `empty result` for one answered
     with nothing but `_meta`, or `error CODE`."""
+    error_code: int | None = None
+    """An error reply's JSON-RPC error code (`jsonrpc.error_code`); None for every other entry."""
+    tool_error: bool = False
+    """A `tools/call` result that says the tool failed (`isError` true)."""
 
 
 @record
@@ -119,6 +123,8 @@ class RequestTimeline:
     measured_window: float | None = None
     """The race window (seconds) its entries after the cancel were judged with, when the round trips the
     recording itself shows set it above the vantage's default; None when the default or `--race-window` did."""
+    session_id: str | None = None
+    """The id the transport gave its session (`Session.session_id`)."""
 
 
 @record
@@ -162,3 +168,5 @@ class Session:
     requests_seen: tuple[tuple[str, float | None], ...] = ()
     """The earliest requests judged (a key of who sent it, id, method and params; and when), for telling
     that two inputs hold the same session (`same_session`); not in the report."""
+    session_id: str | None = None
+    """The id the transport gave the session (`SessionStart.session_id`); None when none was recorded."""

@@ -13,7 +13,7 @@ from .capture import reader as capture_reader
 from .har import reader as har_reader
 from .source import InputSource
 from .text import claude_desktop, gosdk, ndjson, pysdk, transcript, unreadable, vscode
-from .tools import inspector, mcpsnoop
+from .tools import inspector, mcpsnoop, mitmproxy, otlp
 from .walk import expand_inputs
 
 __all__ = ["READERS", "InputSource", "ReadOptions", "Reader", "choose_reader", "expand_inputs", "reader_names"]
@@ -24,6 +24,8 @@ READERS: tuple[Reader, ...] = (
     har_reader.READER,
     mcpsnoop.READER,
     inspector.READER,
+    mitmproxy.READER,
+    otlp.READER,
     claude_desktop.READER,
     vscode.READER,
     pysdk.READER,

@@ -10,7 +10,7 @@ A message the server sends on an HTTP stream is put on the timeline of every req
 `StreamCount` counts them once for all of them (`EntryLog.share`), and each log takes its share when it
 is next read or added to (`catch_up`): a note costs one count, not one per request.
 
-`message_entry` is the entry a JSON-RPC message puts on a timeline.
+`message_entry` is the entry a JSON-RPC message puts on a timeline (`reply_entry` a reply's).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..model import Certainty, EntryKind, MessageEvent, Relation, Side, TimelineEntry
+from ..model.jsonrpc import error_code
 
 _RunKey = tuple[EntryKind, Side | None, Relation | None, Certainty]
 
@@ -132,3 +133,15 @@ def message_entry(kind: EntryKind, side: Side, event: MessageEvent) -> TimelineE
         Certainty.EXACT,
         message.excerpt,
     )
+
+
+def reply_entry(kind: EntryKind, side: Side, event: MessageEvent, method: str) -> TimelineEntry:
+    """A reply's entry to a METHOD request, with its JSON-RPC error code, or whether a tool's result says the
+    tool failed (the exchange table's `error_code` and `tool_error`)."""
+    entry = message_entry(kind, side, event)
+    payload = event.message.payload
+    if kind is EntryKind.ERROR_RESULT:
+        return replace(entry, error_code=error_code(payload))
+    if method == "tools/call" and payload.get("isError") is True:
+        return replace(entry, tool_error=True)
+    return entry

@@ -7,7 +7,10 @@ its reply, when one comes, is the receiver's answer (not a second one). When the
 requester's own log, it holds every message the requester sent: a call it gave up on with no
 `notifications/cancelled` for it by the call's end is a cancel never sent, exactly
 (`cancel.not-sent-on-give-up`, CW507). With `--merge` the other recording shows what reached the
-receiver, and `merge.facts.abandoned_calls` (CW503) judges it instead.
+receiver, and `merge.facts.abandoned_calls` (CW503) judges it instead. A log that does not say its
+transport (an MCP Inspector protocol history) raises it with none: in 2026-07-28 the notification is the
+cancel on stdio only (on Streamable HTTP it is closing the stream, which such a log never shows), so the
+engine does not judge it there.
 """
 
 from __future__ import annotations
@@ -68,6 +71,6 @@ def unsent_cancel(session: SessionState, item: PendingRequest, *, ended: bool) -
         request_id=item.request_id,
         method=item.method,
         revision=session.revision_for(item.declared_revision)[0],
-        transport=session.start.transport,
+        transport=None if session.start.transport_assumed else session.start.transport,
         requester=item.requester,
     )

@@ -459,6 +459,7 @@ class SessionState:
             start.unrecorded | item.reply_unread if unread else start.unrecorded,
             unread,
             self.measured_window(item),
+            start.session_id,
         )
 
     def anomaly(
@@ -506,4 +507,5 @@ class SessionState:
             timestamps_ordered=self.ordered,
             requests=self.requests,
             messages=self.messages,
+            session_id=start.session_id,
         )

@@ -48,7 +48,7 @@ from ..model import (
 )
 from . import cancels, gave_up, holds, progress, streams, task_traffic, tasks
 from .cancel_words import tagged
-from .entrylog import EntryLog, message_entry
+from .entrylog import EntryLog, message_entry, reply_entry
 from .finished import FinishedRequests
 from .params import declared_revision_of, peer_info, progress_token_of, tool_of, valid_token
 from .pending import PendingRequest, SessionState
@@ -356,7 +356,7 @@ class Reconstructor:
             if late is not None:
                 self._out.append(late)
             return
-        entry, names_cancel = tagged(message_entry(kind, sender, event), message)
+        entry, names_cancel = tagged(reply_entry(kind, sender, event, item.method), message)
         session.add_entry(item, entry, names_cancel=names_cancel, crossed=event.crossed)
         session.time_reply(item, event.ts)
         first_reply = not item.replied

@@ -22,7 +22,7 @@ from ..model import EntryKind, MessageEvent, Side, TimelineEntry, TransportEvent
 from . import cancels, holds
 from .entrylog import message_entry
 from .ordering import steady
-from .pending import PendingRequest, SessionState
+from .pending import PendingRequest, SessionState, StreamNotes
 
 _TRANSPORT_ENTRY: Mapping[TransportKind, tuple[EntryKind, Side | None]] = {
     TransportKind.STREAM_OPENED: (EntryKind.STREAM_OPENED, Side.SERVER),
@@ -73,21 +73,44 @@ def on_transport(session: SessionState, event: TransportEvent) -> list[PendingRe
 
 
 def on_note(session: SessionState, event: MessageEvent) -> None:
-    """A server's message on a stream (not a reply, progress or cancel): on every client request it carries."""
+    """A server's message on a stream (not a reply, progress or cancel): on every client request it carries.
+
+    One the capture proves crossed the client's close (`MessageEvent.crossed`) is CROSSING for each request
+    (a race, as a reply that crossed it), so it is tagged one by one: a count shared since an earlier note
+    would tag it like the others, and a share begun on it would tag the notes after it like it."""
     notes = session.stream_notes.get(event.stream or "")
     if notes is None:
         return
+    crossed = event.crossed
+    if crossed:
+        _unshare(session, notes, event.stream or "")
     entry = message_entry(EntryKind.RELATED_MESSAGE, Side.SERVER, event)
     notes.counter.add(entry)  # for the requests sharing the count; those that join below start after it
     counter, start = notes.counter, session.start
     sharing = []
     for seq, item in notes.eager.items():
-        tagged = session.add_entry(item, entry)
+        tagged = session.add_entry(item, entry, crossed=crossed)
         cancel = item.cancel
         if (
-            cancel is None
-            or steady(cancel, item.requester, vantage=start.vantage, proof_seq=item.proof_seq, crossed=start.crossed)
-        ) and item.log.share(counter, tagged):
+            not crossed
+            and (
+                cancel is None
+                or steady(
+                    cancel, item.requester, vantage=start.vantage, proof_seq=item.proof_seq, crossed=start.crossed
+                )
+            )
+            and item.log.share(counter, tagged)
+        ):
             sharing.append(seq)
     for seq in sharing:
         del notes.eager[seq]
+
+
+def _unshare(session: SessionState, notes: StreamNotes, stream: str) -> None:
+    """Every request of `stream` whose log shares its count (`notes`) takes its share and each note one by
+    one again (rare: only a note that crossed a close needs it)."""
+    for key in session.streams.get(stream, ()):
+        item = session.open.get(key)
+        if item is not None and item.log.shared is not None:
+            item.log.catch_up()
+            notes.eager[item.seq] = item

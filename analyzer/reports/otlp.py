@@ -2,21 +2,23 @@
 
 One resource per recording (input file), one trace per MCP session: a root span for the session from its first
 to its last message, and under it one span per request from its first to its last message, named and
-attributed by the OpenTelemetry semantic conventions for MCP (`{mcp.method.name} {target}` names,
-`mcp.method.name`, `jsonrpc.request.id`, `mcp.protocol.version`, `gen_ai.tool.name`, `error.type` and
-`rpc.response.status_code`). A cancelled request's span has an `mcp.cancel` event at the cancel with its
-mechanism, and the call's outcome as attributes; each finding is a `cancelwire.finding` event (rule id, slug,
-severity, certainty, message) on its request's span, or on the session's when it names no request.
+attributed by the OpenTelemetry semantic conventions for MCP (`{mcp.method.name} {target}` names, kind CLIENT,
+`mcp.method.name`, `jsonrpc.request.id`, `mcp.session.id`, `mcp.protocol.version`, `network.transport`,
+`network.protocol.name`, `gen_ai.tool.name` and `gen_ai.operation.name`; on an error reply `error.type` and
+`rpc.response.status_code` the JSON-RPC error code, on a tool's `isError` result `error.type` `tool_error`, and
+the status ERROR). What the conventions do not name is under `cancelwire.`: a cancelled request's span has a
+`cancelwire.cancel` event at the cancel with its mechanism, and the call's outcome as attributes; each finding
+is a `cancelwire.finding` event (rule id, slug, severity, certainty, message) on its request's span, or on the
+session's when it names no request.
 
 Ids are derived from the session key and request (SHA-256), so a report of the same recording has the same
 trace and span ids. In OTLP/JSON `traceId` and `spanId` are hex strings and enums and 64-bit integers are
 written as numbers and strings, as the OTLP specification says. Every recorded string (method, tool, label,
 message) is made inert for a one-line display (`inert.terminal`) and cut at `MAX_VALUE_CHARS`.
 
-Requests come from the exchange table (`AuditResult.exchanges`, kept when this format is asked for); a request
-without any time (a go-sdk log) has no span and is counted on its resource (`cancelwire.spans.untimed`).
-What the table does not keep is not in the trace: a reply's JSON-RPC error code (an error reply's `error.type`
-is `_OTHER`), and the `Mcp-Session-Id` (`mcp.session.id` is not set; `cancelwire.session.key` names the session).
+Requests come from the exchange table (`AuditResult.exchanges`, kept when this format or `--otlp-endpoint` is
+asked for); a request without any time (a go-sdk log) has no span and is counted on its resource
+(`cancelwire.spans.untimed`). An error reply whose code is not a 64-bit integer has `error.type` `_OTHER`.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ SPAN_KIND_INTERNAL, SPAN_KIND_CLIENT = 1, 3
 STATUS_UNSET, STATUS_ERROR = 0, 2
 _TARGETS = {"tools/call": "gen_ai.tool.name"}
 _TRANSPORT = {"stdio": "pipe", "streamable-http": "tcp", "http-sse": "tcp"}
+_HTTP = frozenset({"streamable-http", "http-sse"})
+ERROR_OTHER, TOOL_ERROR = "_OTHER", "tool_error"
+"""`error.type` of an error reply without a usable code, and of a tool's result that says it failed."""
 _Key = tuple[str | None, str, str | None]
 """(session key, request id as text, method) a finding is about; '' and None when it names no request."""
 
@@ -106,18 +111,16 @@ def _request_span(row: dict[str, Any], session: Session, found: list[dict[str, A
         "jsonrpc.request.id": _text(row["request_id"]),
         "cancelwire.requester": row["requester"],
         "cancelwire.session.key": _text(session.key),
+        **_session_attributes(row["session_id"], row["revision"] or session.revision, row["transport"]),
     }
-    if session.revision:
-        attributes["mcp.protocol.version"] = _text(session.revision)
     if tool and method in _TARGETS:
         attributes[_TARGETS[method]] = tool
         attributes["gen_ai.operation.name"] = "execute_tool"
-    if row["reply"] == "error-result":
-        attributes["error.type"] = "_OTHER"  # the exchange table keeps no JSON-RPC error code
+    attributes.update(_error_attributes(row))
     events = list(found)
     if row["cancelled"]:
         cancel_at = row["cancel_ts"] if _timed(row["cancel_ts"]) else start
-        events.append(_event("mcp.cancel", cancel_at, {"cancelwire.cancel.mechanism": row["mechanism"]}))
+        events.append(_event("cancelwire.cancel", cancel_at, {"cancelwire.cancel.mechanism": row["mechanism"]}))
     span = {
         "traceId": _id(session.key, 16),
         "spanId": _id(f"{session.key}\n{row['requester']}\n{row['request_id']}\n{row['method']}", 8),
@@ -128,9 +131,34 @@ def _request_span(row: dict[str, Any], session: Session, found: list[dict[str, A
         "endTimeUnixNano": _nanos(end),
         "attributes": _attributes(attributes),
         "events": sorted(events, key=lambda e: int(e["timeUnixNano"])),
-        "status": {"code": STATUS_ERROR if row["reply"] == "error-result" else STATUS_UNSET},
+        "status": {"code": STATUS_ERROR if "error.type" in attributes else STATUS_UNSET},
     }
     return span
+
+
+def _session_attributes(session_id: str, revision: str | None, transport: str) -> dict[str, str]:
+    """The conventions' session and network attributes of a span (on each request's, as they ask, and the
+    session's)."""
+    attributes = {"mcp.session.id": _text(session_id)} if session_id else {}
+    if revision:
+        attributes["mcp.protocol.version"] = _text(revision)
+    attributes["network.transport"] = _TRANSPORT.get(transport, "unknown")
+    if transport in _HTTP:
+        attributes["network.protocol.name"] = "http"
+    return attributes
+
+
+def _error_attributes(row: dict[str, Any]) -> dict[str, str]:
+    """`error.type` and `rpc.response.status_code`: the JSON-RPC error code as text (the conventions), `_OTHER`
+    for an error without a usable one, `tool_error` for a tool's result that says it failed."""
+    if row["reply"] == "error-result":
+        code = row["error_code"]
+        if isinstance(code, int) and not isinstance(code, bool):
+            return {"error.type": str(code), "rpc.response.status_code": str(code)}
+        return {"error.type": ERROR_OTHER}
+    if row["tool_error"]:
+        return {"error.type": TOOL_ERROR}
+    return {}
 
 
 def _session_span(session: Session, found: list[dict[str, Any]]) -> dict[str, Any]:
@@ -142,11 +170,9 @@ def _session_span(session: Session, found: list[dict[str, Any]]) -> dict[str, An
         "cancelwire.session.key": _text(session.key),
         "cancelwire.input.format": session.input_format,
         "cancelwire.vantage": session.vantage.value,
-        "network.transport": _TRANSPORT.get(session.transport.value, "unknown"),
         "cancelwire.transport": session.transport.value,
+        **_session_attributes(session.session_id or "", session.revision, session.transport.value),
     }
-    if session.revision:
-        attributes["mcp.protocol.version"] = _text(session.revision)
     return {
         "traceId": _id(session.key, 16),
         "spanId": _session_span_id(session.key),

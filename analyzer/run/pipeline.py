@@ -191,8 +191,12 @@ def judge(
     into, shown = redacting(into) if options.redact else (into, _as_is)
     keys: list[str] = []
     seen = Requests()
+    handlers: dict[tuple[str | None, object], Anomaly] = {}
+    """What a server's trace says of a cancelled call's handler (--merge), until the call is classified."""
     for item in Reconstructor(source, reader, options.reconstruct).run(events):
         if isinstance(item, Anomaly):
+            if item.name in outcomes.HANDLER_WORDS:
+                handlers[(item.session_key, item.request_id)] = item
             for finding in engine.on_anomaly(shown(item)):
                 into.finding(finding)
         elif isinstance(item, Session):
@@ -202,6 +206,9 @@ def judge(
         else:
             seen.add(item)
             cancelled = outcomes.classify(item)
+            if cancelled is not None and handlers:
+                fact = handlers.pop((item.session_key, item.request_id), None)
+                cancelled = outcomes.with_handler(cancelled, fact)
             judged = list(engine.judge(item, cancelled))
             if cancelled is not None:
                 cancelled = outcomes.marked(cancelled, judged)

@@ -281,7 +281,7 @@ class Redacting:
         self.into.session(session(s))
 
     def row(self, row: Row) -> None:
-        self.into.row(row)  # ids, names, kinds, times and counts only (tables.COLUMNS): nothing to redact
+        self.into.row(row)  # ids, names, kinds, codes, times and counts (tables.COLUMNS): nothing to redact
 
     def engine_done(self, skips: Mapping[tuple[str, str], Skip], unruled: Mapping[str, int]) -> None:
         self.into.engine_done(skips, unruled)

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import CancelwireError
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
 #: pandas dtype (tables.COLUMNS, frames.*_COLUMNS) → Arrow type name below.
 _TYPES = {

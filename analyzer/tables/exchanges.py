@@ -5,6 +5,8 @@ the file, so memory follows the chunk size, not the number of exchanges.
 
 Columns:
     session         session key (input path, plus server name or HTTP session id)
+    session_id      the id the transport gave the session (`Mcp-Session-Id`, or a legacy HTTP+SSE
+                    endpoint's `sessionId`), as recorded; empty on stdio and when the recording shows none
     requester       who sent the request: client or server
     request_id      the JSON-RPC id, as text (ids may be strings or integers)
     request_id_type integer | string: the id's JSON type, which tells the id 1 from the id "1" (the
@@ -17,6 +19,8 @@ Columns:
     transport       stdio | streamable-http | http-sse
     request_ts      epoch seconds (UTC) of the request; NaN when the input has no timestamps
     reply           result | error-result | none
+    error_code      the JSON-RPC error code of an error-result (a 64-bit integer); empty otherwise
+    tool_error      whether a tools/call result says the tool failed (`isError` true)
     reply_ts        epoch seconds of the first reply; NaN when none
     duration        reply_ts - request_ts in seconds; NaN when either is missing
     cancelled       whether the requester cancelled it (notification, disconnect or tasks/cancel)
@@ -29,7 +33,7 @@ Columns:
     last_ts         epoch seconds of the request's last message (either side, the cancel included; past the
                     entry limit, the first of the last counted run); NaN without timestamps
 
-In CSV, a text cell (every column above but the numbers, timestamps and `cancelled`) is made inert by
+In CSV, a text cell (every column above but the numbers, timestamps, `cancelled` and `tool_error`) is made inert by
 `inert.csv_cell`: control and invisible characters (NUL, escapes, newlines, tabs, bidi overrides) are
 shown as escapes such as `\x00` and `\u202e`, and a cell that then begins with `=`, `+`, `-` or `@` gets
 a leading single quote, so a spreadsheet shows the recorded text instead of running it as a formula
@@ -52,6 +56,7 @@ CHUNK_ROWS = 50_000
 
 COLUMNS: dict[str, str] = {
     "session": "category",
+    "session_id": "category",
     "requester": "category",
     "request_id": "string",
     "request_id_type": "category",
@@ -63,6 +68,8 @@ COLUMNS: dict[str, str] = {
     "transport": "category",
     "request_ts": "float64",
     "reply": "category",
+    "error_code": "Int64",
+    "tool_error": "bool",
     "reply_ts": "float64",
     "duration": "float64",
     "cancelled": "bool",
@@ -87,6 +94,7 @@ def row(timeline: RequestTimeline, cancelled: CancelledCall | None) -> dict[str,
     last = next((e.ts for e in reversed(timeline.entries) if e.kind not in _NOT_MESSAGES), None)
     return {
         "session": timeline.session_key,
+        "session_id": timeline.session_id or "",
         "requester": timeline.requester.value,
         "request_id": str(timeline.request_id),
         "request_id_type": id_type(timeline.request_id),
@@ -98,6 +106,8 @@ def row(timeline: RequestTimeline, cancelled: CancelledCall | None) -> dict[str,
         "transport": timeline.transport.value,
         "request_ts": nan if start is None else start,
         "reply": reply.kind.value if reply else "none",
+        "error_code": reply.error_code if reply else None,
+        "tool_error": reply.tool_error if reply else False,
         "reply_ts": nan if end is None else end,
         "duration": nan if start is None or end is None else end - start,
         "cancelled": timeline.cancel is not None,

@@ -174,6 +174,8 @@ class Sessions:
         self.replies_unread: dict[str, str] = {}
         """HTTP+SSE sessions whose GET stream (where all their replies come) is no longer read, and why."""
         self._labels: dict[str, str] = {}
+        self._ids: dict[str, str] = {}
+        """Session key → the session id it was keyed by (`SessionStart.session_id`)."""
         self._queue: deque[Event | Slot] = deque()
         """Events behind a slot not filled yet (empty: events go straight to `out`)."""
 
@@ -194,7 +196,15 @@ class Sessions:
         self.seq += 1
         self._put(
             SessionStart(
-                self.seq, ts, self.origin(frame), key, transport, self.vantage, "pcap", label=self._labels.get(key)
+                self.seq,
+                ts,
+                self.origin(frame),
+                key,
+                transport,
+                self.vantage,
+                "pcap",
+                label=self._labels.get(key),
+                session_id=self._ids.get(key),
             )
         )
 
@@ -362,6 +372,7 @@ class Sessions:
     def by_session_id(self, session_id: str, server: Endpoint) -> str:
         key = self._legacy.get(session_id) or f"{self.source}#{session_id}"
         self._labels.setdefault(key, f"{server[0]}:{server[1]}")
+        self._ids.setdefault(key, session_id)
         return key
 
     def start_request(self, ex: Exchange) -> None:
@@ -386,6 +397,7 @@ class Sessions:
         self._legacy[urlsplit((event.data or "").strip())._replace(scheme="", netloc="").geturl()] = key
         self._legacy_keys.add(key)
         self._labels.setdefault(key, f"{ex.server[0]}:{ex.server[1]}")
+        self._ids.setdefault(key, sid)
         self.resolve(ex, key)
 
     def _legacy_session(self, target: str) -> str | None:

@@ -85,11 +85,23 @@ class HarExchange:
     """The response's bytes came (`content.size`) but its load never finished: `_transferSize` covers its head
     only (`bodySize` 0) and no text is kept. chrome-har writes a fetch the page aborted (Chromium's
     net::ERR_ABORTED after the response head) so, with no `_error`; a load that finished counts its body."""
+    reset_by_client: bool = False
+    """The client reset the request's HTTP/2 stream (mitmproxy's flow files say so; a HAR does not)."""
+    recording: str = "the HAR"
+    """How the details name the file the exchange was read from."""
+    unit: str = "entry"
+    """What the details call one exchange of it ("entry 5")."""
+    missing: str | None = None
+    """Why the response body may be missing, when the file can say (else its `content.size` is quoted)."""
 
     @property
     def abandoned(self) -> bool:
-        """The HAR says the client gave up on the request (see `ABANDONED`, and `unfinished`)."""
-        return self.unfinished or (self.error is not None and any(mark in self.error for mark in ABANDONED))
+        """The HAR says the client gave up on the request (see `ABANDONED`, `unfinished` and `reset_by_client`)."""
+        return (
+            self.unfinished
+            or self.reset_by_client
+            or (self.error is not None and any(mark in self.error for mark in ABANDONED))
+        )
 
     def header(self, name: str) -> str | None:
         """A request header, else the same response header (`Mcp-Session-Id` comes back on initialize)."""
@@ -264,17 +276,17 @@ def _body(table: dict[str, Any], coding: str | None = None) -> str | None:
         raw = binascii.a2b_base64(text, strict_mode=True)
     except binascii.Error as exc:
         raise EntryProblem(f"a base64 body that does not decode: {exc}") from None
-    if coding and _still_encoded(raw):
-        raw = _inflated(raw, coding)
+    if coding and still_encoded(raw):
+        raw = inflated(raw, coding)
     return raw.decode("utf-8", "replace")
 
 
-def _still_encoded(raw: bytes) -> bool:
+def still_encoded(raw: bytes) -> bool:
     """gzip's magic, or a zlib header (deflate): no JSON or SSE text starts so."""
     return raw[:2] == b"\x1f\x8b" or (len(raw) > 1 and raw[0] & 0x0F == 8 and ((raw[0] << 8) | raw[1]) % 31 == 0)
 
 
-def _inflated(raw: bytes, coding: str) -> bytes:
+def inflated(raw: bytes, coding: str) -> bytes:
     decoder = BodyDecoder(codings(coding), DEFAULT_LIMITS.max_ratio)
     out = bytearray()
     for piece in decoder.feed(raw):

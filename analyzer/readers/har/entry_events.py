@@ -75,6 +75,8 @@ class EntryEvents:
     """The entry belongs to an HTTP+SSE (2024-11-05) session: a request POSTed and accepted without its
     reply (which goes on the session's SSE stream), or that stream itself. Such a stream is not read
     (docs/har.md), so the session's replies are not recorded (`LEGACY_UNRECORDED`)."""
+    session_id: str | None = None
+    """The `Mcp-Session-Id` that keyed it, if one did (`SessionStart.session_id`)."""
 
 
 def exchange_events(ex: HarExchange, origin: Origin, source: str) -> EntryEvents | None:
@@ -87,7 +89,7 @@ def exchange_events(ex: HarExchange, origin: Origin, source: str) -> EntryEvents
     build = _Builder(ex, origin)
     aborted = ex.abandoned and ex.status > 0 and ex.response_body is None
     unrecorded = bool(ex.status) and ex.status not in _NO_BODY and not aborted and _not_recorded(ex)
-    requests = _request(build, unrecorded)
+    requests = _request(build)
     first = next((m for m in requests if m.kind is MessageKind.REQUEST), None)
     request_id, method = (first.id, first.method) if first is not None else (None, None)
     session = choose(ex, method)
@@ -98,16 +100,18 @@ def exchange_events(ex: HarExchange, origin: Origin, source: str) -> EntryEvents
             (ex.sent, build.anomaly(AnomalyName.HAR_SESSION_ID_CONFLICT, what, ex.sent, request_id, method))
         )
     if unrecorded:
-        what = f"{build.name}: the response body is not in the HAR (content size {ex.response_size})"
+        why = ex.missing or f"content size {ex.response_size}"
+        what = f"{build.name}: the response body is not in {ex.recording} ({why})"
         if first is not None:
-            what += f"; the request {method} (id {request_id!r}) is left out, as its reply cannot be judged"
-        build.timed.append(
-            (ex.ended, build.anomaly(AnomalyName.HAR_BODY_NOT_RECORDED, what, ex.ended, request_id, method))
+            what += f"; the reply to {method} (id {request_id!r}) may be in it, so its silence proves nothing"
+        anomaly = build.anomaly(
+            AnomalyName.HAR_BODY_NOT_RECORDED, what, ex.ended, request_id, method, Side.CLIENT, reply_unread=True
         )
-        return EntryEvents(key, build.timed, legacy=False)
+        build.timed.append((ex.ended, anomaly))
+        return EntryEvents(key, build.timed, legacy=False, session_id=session.session_id)
     if aborted:
         _aborted(build, sse, request_id, method)
-        return EntryEvents(key, build.timed, legacy=False)
+        return EntryEvents(key, build.timed, legacy=False, session_id=session.session_id)
     if ex.status >= 400 and ex.method == "POST":
         what = f"{build.name}: HTTP {ex.status} to POST {ex.url}"
         build.timed.append(
@@ -135,7 +139,7 @@ def exchange_events(ex: HarExchange, origin: Origin, source: str) -> EntryEvents
         build.body(ex.response_body, Direction.S2C, ex.first_byte, "response body")
     if ex.status == 0:
         build.timed.append(_no_response(build, request_id, method))
-    return EntryEvents(key, build.timed, legacy)
+    return EntryEvents(key, build.timed, legacy, session.session_id)
 
 
 def _endpoint_session(ex: HarExchange) -> str | None:
@@ -149,10 +153,9 @@ def _endpoint_session(ex: HarExchange) -> str | None:
     return None
 
 
-def _request(build: _Builder, unrecorded: bool) -> list[Message]:
+def _request(build: _Builder) -> list[Message]:
     """The request body's messages: those its answer's status says reached the server go on the
-    timeline (`delivery`: not a redirected or refused POST's; not a request whose reply the HAR did not
-    keep, when `unrecorded`), the others are named. Returns every message."""
+    timeline (`delivery`: not a redirected or refused POST's), the others are named. Returns every message."""
     ex = build.ex
     fate = delivery.of_status(ex.status)
     # a HAR the standard library read (orjson refused it) may hold a lone surrogate escape ("\\udcff")
@@ -161,10 +164,7 @@ def _request(build: _Builder, unrecorded: bool) -> list[Message]:
     def reached(m: Message) -> bool:
         return delivery.delivered(fate, m, bool(answer) and delivery.answers(answer, m.id))
 
-    def keep(m: Message) -> bool:
-        return reached(m) and not (unrecorded and m.kind is MessageKind.REQUEST)
-
-    requests = build.body(ex.request_body, Direction.C2S, ex.sent, "request body", keep=keep)
+    requests = build.body(ex.request_body, Direction.C2S, ex.sent, "request body", keep=reached)
     dropped = [m for m in requests if not reached(m)]
     if dropped and fate is not None:
         location = ex.response_headers.get("location")
@@ -187,7 +187,13 @@ def _aborted(build: _Builder, sse: bool, request_id: RequestId | None, method: s
         build.transport(TransportKind.STREAM_OPENED, ex.first_byte, f"{ex.method} {ex.url}")
     if ex.response_size != 0:
         came = f"{ex.response_size} bytes" if ex.response_size > 0 else "bytes"
-        what = f"{build.name}: {came} of the response came before the client aborted the fetch; the HAR keeps none"
+        what = (
+            f"{build.name}: {came} of the response came before the client aborted the fetch; {ex.recording} keeps none"
+        )
+        if ex.missing is not None:
+            what = (
+                f"{build.name}: the client left before the response ended; {ex.recording} keeps no body ({ex.missing})"
+            )
         anomaly = build.anomaly(
             AnomalyName.HAR_BODY_NOT_RECORDED, what, ex.ended, request_id, method, Side.CLIENT, reply_unread=True
         )
@@ -240,12 +246,11 @@ def _no_response(build: _Builder, request_id: RequestId | None, method: str | No
         said = (
             f"records {ex.error!r}" if ex.error else "keeps the response head and no body of a load that never finished"
         )
-        detail = f"{build.name}: the HAR {said}: the client gave up on the request{when}"
+        detail = f"{build.name}: {ex.recording} {said}: the client gave up on the request{when}"
         stream = build.stream
         origin = build.origin
-        make: Make = lambda seq, key: TransportEvent(  # noqa: E731
-            seq, ts, origin, key, TransportKind.CLOSED_BY_CLIENT, stream, detail
-        )
+        kind = TransportKind.RESET_BY_CLIENT if ex.reset_by_client else TransportKind.CLOSED_BY_CLIENT
+        make: Make = lambda seq, key: TransportEvent(seq, ts, origin, key, kind, stream, detail)  # noqa: E731
         return ex.ended, make
     why = ex.error or "no status and no error recorded"
     target = " ".join(filter(None, (ex.method, ex.url))) or "the request"
@@ -260,7 +265,7 @@ class _Builder:
         self.ex = ex
         self.origin = origin
         self.stream = f"har{ex.index}"
-        self.name = f"entry {ex.index}"
+        self.name = f"{ex.unit} {ex.index}"
         revision: Revision | None = ex.request_headers.get("mcp-protocol-version")
         self.revision = revision
         self.timed: list[Timed] = []

@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 
 from ...errors import InputError
-from ...model import TCP_ONLY_KINDS, Anomaly, AnomalyName, Event, Origin, SessionStart, Transport, Vantage
+from ...model import TCP_ONLY_KINDS, Anomaly, AnomalyName, EntryKind, Event, Origin, SessionStart, Transport, Vantage
 from ..base import ReadOptions
 from ..source import InputSource, InputStream, Seekable
 from ..text.hostlog import MAX_SESSIONS
@@ -123,7 +123,7 @@ class HarReader:
         _not_har(source, scanner, None)
         order = index.by_start()
         for n, at in enumerate(order):
-            data = _read_at(source, raw, base + index.offsets[at], index.sizes[at])
+            data = read_at(source, raw, base + index.offsets[at], index.sizes[at])
             yield from events.piece(Piece(Part.ENTRY, index.numbers[at], index.lines[at], index.offsets[at], data))
             yield from events.release(index.next_start(order, n))
         if broken is not None:
@@ -131,7 +131,7 @@ class HarReader:
         yield from events.finish(scanner.entries)
 
 
-def _read_at(source: InputSource, raw: Seekable, offset: int, size: int) -> bytes:
+def read_at(source: InputSource, raw: Seekable, offset: int, size: int) -> bytes:
     try:
         raw.seek(offset)
         return raw.read(size)
@@ -151,9 +151,18 @@ def _not_har(source: InputSource, scanner: Scanner, exc: HarSyntaxError | None) 
 class HarEvents:
     """Entries -> events in time order, with `seq`, sessions and their `SessionStart`s."""
 
-    def __init__(self, source: str, options: ReadOptions) -> None:
+    def __init__(
+        self,
+        source: str,
+        options: ReadOptions,
+        *,
+        input_format: str = "har",
+        unrecorded: frozenset[EntryKind] = UNRECORDED,
+    ) -> None:
         self.source = source
         self.options = options
+        self.input_format = input_format
+        self.unrecorded = unrecorded
         self._let_go = -math.inf
         """The latest time of an event let go so far."""
         self._forced = False
@@ -166,6 +175,8 @@ class HarEvents:
         self._order = 0
         self._started: set[str] = set()
         self._legacy: set[str] = set()
+        self._ids: dict[str, str] = {}
+        """Session key → the `Mcp-Session-Id` that keyed it (as many as sessions: MAX_SESSIONS)."""
         """Sessions seen to be HTTP+SSE (2024-11-05): see `entry_events.EntryEvents.legacy`."""
 
     def piece(self, piece: Piece) -> Iterator[Event]:
@@ -190,6 +201,10 @@ class HarEvents:
         except EntryProblem as exc:
             yield self.anomaly(piece.line, AnomalyName.HAR_ENTRY_UNREADABLE, f"entry {piece.index} skipped: {exc}")
             return
+        yield from self.exchange(exchange, len(piece.data))
+
+    def exchange(self, exchange: HarExchange, size: int) -> Iterator[Event]:
+        """One exchange (of `size` bytes in the file) into the time order."""
         origin = self.origin(exchange)
         entry = exchange_events(exchange, origin, self.source)
         if entry is None:
@@ -197,7 +212,9 @@ class HarEvents:
         self.mcp += 1
         if entry.legacy:
             self._legacy.add(entry.key)  # bounded: a key is added once, and keys are capped at MAX_SESSIONS
-        weight = len(piece.data) // max(1, len(entry.timed))
+        if entry.session_id and entry.key not in self._ids and len(self._ids) < MAX_SESSIONS:
+            self._ids[entry.key] = entry.session_id
+        weight = size // max(1, len(entry.timed))
         earliest = min((ts for ts, _ in entry.timed), default=math.inf)
         if earliest < self._let_go:
             yield from self._hold(self._out_of_order(exchange.index, earliest, entry.key, origin))
@@ -277,9 +294,10 @@ class HarEvents:
                 session_key=key,
                 transport=Transport.HTTP_SSE if legacy else Transport.STREAMABLE_HTTP,
                 vantage=self.vantage,
-                input_format="har",
+                input_format=self.input_format,
                 label=key.partition("#")[2],
-                unrecorded=UNRECORDED | LEGACY_UNRECORDED if legacy else UNRECORDED,
+                unrecorded=self.unrecorded | LEGACY_UNRECORDED if legacy else self.unrecorded,
+                session_id=self._ids.get(key),
             )
         self.seq += 1
         yield item.make(self.seq, key)

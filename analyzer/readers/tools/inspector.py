@@ -17,7 +17,11 @@ in time order (a reply folded into its request's entry comes at the request's ti
 An export is at most 1,000 messages (the Inspector's cap) and read whole, up to `MAX_EXPORT_BYTES`.
 
 What a protocol history cannot show (`FRAMES_ONLY`, not judged): any stream or process event, and the
-transport (read as stdio: the export does not say; the network log of an HTTP session says more).
+transport (read as stdio, `transport_assumed`: the export does not say; the network log of an HTTP session
+says more). So a call the client gave up on with no `notifications/cancelled` is CW507 up to 2025-11-25,
+where the notification is the cancel on every transport, and not judged in 2026-07-28, where it is the
+cancel on stdio only: on Streamable HTTP the client cancels by closing the request's stream (the SDK client
+under the Inspector sends no notification there), which a history never shows.
 """
 
 from __future__ import annotations
@@ -148,6 +152,7 @@ class _History:
             "inspector",
             label="MCP Inspector",
             unrecorded=FRAMES_ONLY,
+            transport_assumed=True,
         )
         yield from self.timed.events()
 

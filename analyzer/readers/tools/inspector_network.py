@@ -136,6 +136,8 @@ class _Fetch:
     def __init__(self, log: _Network, index: int, line: int, key: str, entry: dict[str, Any]) -> None:
         self.log, self.index, self.line, self.key, self.entry = log, index, line, key, entry
         self.stream = f"fetch{index}"
+        self.session_id = _session(entry)
+        """The `Mcp-Session-Id` that keys its session (`_group`), if one does."""
         self.request_id: RequestId | None = None
         self.method: str | None = None
         headers = entry.get("requestHeaders")
@@ -215,6 +217,7 @@ class _Fetch:
             "inspector",
             label=self.key.partition("#")[2],
             unrecorded=UNRECORDED,
+            session_id=self.session_id,
         )
 
     def _close(self, ts: float | None, detail: str) -> Event:

@@ -27,6 +27,7 @@ cancel is a notification and is seen; on Streamable HTTP a client's disconnect (
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Iterator
 from datetime import datetime
@@ -34,8 +35,9 @@ from typing import Any
 
 import orjson
 
-from ...model import TRANSPORT_KINDS, AnomalyName, Direction, Event, Transport, Vantage
-from ...model.jsonrpc import dumps, loads_any
+from ...model import TRANSPORT_KINDS, AnomalyName, Direction, Event, Message, MessageEvent, Transport, Vantage
+from ...model.jsonrpc import EXCERPT_CHARS, INEXACT, classify_one, dumps, excerpt, loads_any
+from ...model.timestamps import plausible
 from ..base import InputSource, ReadOptions
 from ..lines import RawLine, source_lines
 from ..text.hostlog import MAX_SESSIONS, LogSessions, is_initialize_request
@@ -85,6 +87,8 @@ class _Log:
         self.last_key: str | None = None
         """The session of the last record read: where an unreadable line is reported."""
         self.in_batch = False
+        self.line_text = ""
+        """The line being read (its frame is read again from it, exactly, when an id may be past 64 bits)."""
 
     def line(self, raw: RawLine) -> Iterator[Event]:
         factory = self.factory
@@ -93,6 +97,7 @@ class _Log:
         if text is None or not text.strip():
             return
         value = _loads(text)
+        self.line_text = text
         if value is _NOT_JSON:
             name = AnomalyName.INPUT_TRUNCATED_LINE if raw.unterminated else AnomalyName.INPUT_NON_JSON_LINE
             yield factory.anomaly(raw.number, None, self.last_key, name, f"not an mcpsnoop record: {text[:80]!r}")
@@ -150,6 +155,16 @@ class _Log:
             if not record.status:
                 yield factory.anomaly(line, ts, key, AnomalyName.INPUT_BAD_RECORD, "a frame with neither raw nor text")
             return  # a status-only frame: an empty body (a 202, a 401, a 502)
+        if record.raw.__class__ is dict and (ts is None or plausible(ts)):
+            # the common case: `raw` is one message, parsed with its envelope (the line is parsed once)
+            one = classify_one(record.raw, text if len(text) <= EXCERPT_CHARS else excerpt(text))
+            if one.__class__ is Message:
+                yield MessageEvent(factory.next_seq(), ts, factory.origin(line), key, direction, one)
+                return
+            if one is INEXACT:  # orjson read an integer past 64 bits as a float: the frame's text was cut too
+                text = _exact_raw(self.line_text) or text
+        # anything else (a batch, a problem, an id past 64 bits, `text`, a time that is no clock reading)
+        # is read from its text, as every text format reads it, and named
         not_json = AnomalyName.STDIO_NON_JSON_LINE
         if record.transport is Transport.STREAMABLE_HTTP:
             not_json = AnomalyName.HTTP_NON_JSON_BODY
@@ -245,6 +260,16 @@ def _loads(text: str) -> Any:
     """A line's JSON (an id past 64 bits and lone surrogates too); `_NOT_JSON` when it is not JSON."""
     ok, value = loads_any(text)
     return value if ok else _NOT_JSON
+
+
+def _exact_raw(line: str) -> str | None:
+    """A record's `raw` as JSON text with its integers exact (the standard library's reading of its line)."""
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    raw = value.get("raw") if isinstance(value, dict) else None
+    return None if raw is None else dumps(raw).decode("utf-8", "replace")
 
 
 def _time(value: Any) -> tuple[float | None, str | None]:
