@@ -314,6 +314,15 @@ def test_unknown_link_type_goes_to_tshark_in_auto_and_is_named_in_direct(
     assert isinstance(source, TsharkFrames) and asked == ["tshark"]
 
 
+def test_tunnels_are_named_not_dropped(tmp_path: Path) -> None:
+    inner = sp.ipv4(C4, S4, sp.tcp(40000, 8000, 5, 6, 0x18, b"hello"))
+    packets = [sp.ipv4("192.0.2.1", "192.0.2.2", inner, proto=4), sp.ipv6(C6, S6, inner, first=4)]
+    path = tmp_path / "tunnel.pcap"
+    path.write_bytes(sp.pcap([(1_733_300_000, n, p) for n, p in enumerate(packets)], linktype=sp.RAW))
+    found = [a for a in _anomalies(_events(path)) if a[0] is AnomalyName.CAPTURE_LINK_UNKNOWN]
+    assert [(a[1], "2 frame(s) carry IP in IP or GRE" in a[2]) for a in found] == [(1, True)]
+
+
 def test_a_direct_read_never_looks_for_tshark(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def no(*args: object) -> str:
         raise AssertionError("tshark was looked for")

@@ -163,7 +163,7 @@ class AnomalyName(StrEnum):
     CAPTURE_IP_FRAGMENT = "capture.ip-fragment"
     """IP fragments the direct capture reader does not reassemble; their TCP bytes are missing (CW908)."""
     CAPTURE_LINK_UNKNOWN = "capture.link-unknown"
-    """Packets of a link type the direct capture reader does not decode; they were not read (CW908)."""
+    """Packets of a link type or tunnel the direct capture reader does not decode; they were not read (CW908)."""
     CAPTURE_SNAPLEN_TRUNCATED = "capture.snaplen-truncated"
     """The capture's snaplen cut TCP payloads, so HTTP could not be read in full (CW920)."""
     CAPTURE_TCP_OVERLAP_CONFLICT = "capture.tcp-overlap-conflict"

@@ -9,7 +9,8 @@ window scale once both SYNs carried the option. Times are tshark's `frame.time_e
 the file, as a float rounded once.
 
 What it does not read is named, never dropped: IP fragments (`capture.ip-fragment`; tshark reassembles
-them, this reader does not), packets of a link type it does not know (`capture.link-unknown`; `auto` reads
+them, this reader does not), packets of a link type or a tunnel (IP in IP, GRE) it does not know
+(`capture.link-unknown`; `auto` reads
 such a capture with tshark instead when its interface blocks say so up front), and damage to the file
 (`capture.truncated`, naming the frame after which nothing more could be read).
 """
@@ -59,6 +60,8 @@ class DirectFrames:
         """[count, first frames...]"""
         self.unknown: dict[int, list[int]] = {}
         """Link type -> [count, first frame]."""
+        self.tunnels: list[int] = [0, 0]
+        """[count, first frame] of IP-in-IP and GRE packets."""
         self.damage: list[Damage] = []
         self.count = 0
 
@@ -76,6 +79,9 @@ class DirectFrames:
                     self._note_fragment(number)
                 elif seg is NoSegment.UNKNOWN_LINK:
                     self.unknown.setdefault(linktype, [0, number])[0] += 1
+                elif seg is NoSegment.TUNNEL:
+                    self.tunnels[1] = self.tunnels[1] or number
+                    self.tunnels[0] += 1
                 yield number
             self.count = number
 
@@ -156,6 +162,16 @@ class DirectFrames:
                     AnomalyName.CAPTURE_LINK_UNKNOWN,
                     f"{count} frame(s) have link type {linktype}, which this reader does not decode, the first "
                     f"frame {first_frame}; they were not read (--capture-reader tshark may read them)",
+                    first_frame,
+                )
+            )
+        if self.tunnels[0]:
+            count, first_frame = self.tunnels
+            out.append(
+                ReadProblem(
+                    AnomalyName.CAPTURE_LINK_UNKNOWN,
+                    f"{count} frame(s) carry IP in IP or GRE, which this reader does not decode, the first frame "
+                    f"{first_frame}; what they carry was not read (--capture-reader tshark reads it)",
                     first_frame,
                 )
             )

@@ -22,6 +22,8 @@ BSD_AF_INET6 = frozenset({24, 28, 30, 10})
 IPV6_EXTENSIONS = frozenset({0, 43, 60, 135, 139, 140})
 """Hop-by-hop, routing, destination options, mobility, HIP, shim6: length in 8-octet units after the first."""
 TCP, IPV6_FRAGMENT, IPV6_AH = 6, 44, 51
+TUNNELS = frozenset({4, 41, 47})
+"""IPv4 in IP, IPv6 in IP, GRE: tshark decodes what they carry; this reader names them (`NoSegment.TUNNEL`)."""
 
 
 class NoSegment(IntEnum):
@@ -32,6 +34,8 @@ class NoSegment(IntEnum):
     FRAGMENT = 1
     """An IP fragment: not reassembled."""
     UNKNOWN_LINK = 2
+    TUNNEL = 3
+    """IP in IP or GRE: what it carries is not read."""
 
 
 Segment = tuple[str, str, int, int, int, int, int, int, bytes, int, int]
@@ -97,7 +101,7 @@ def _ipv4(data: bytes, at: int, reported: int) -> Segment | NoSegment:
     if _U16(data, at + 6)[0] & 0x3FFF:  # more fragments, or an offset
         return NoSegment.FRAGMENT
     if data[at + 9] != TCP:
-        return NoSegment.NOT_TCP
+        return NoSegment.TUNNEL if data[at + 9] in TUNNELS else NoSegment.NOT_TCP
     return _tcp(
         data, at + ihl, min(at + total, reported), _addr(data[at + 12 : at + 16]), _addr(data[at + 16 : at + 20])
     )
@@ -120,7 +124,7 @@ def _ipv6(data: bytes, at: int, reported: int) -> Segment | NoSegment:
         elif nxt == IPV6_AH:
             size = (data[here + 1] + 2) * 4
         else:
-            return NoSegment.NOT_TCP
+            return NoSegment.TUNNEL if nxt in TUNNELS else NoSegment.NOT_TCP
         nxt, here = data[here], here + size
     return _tcp(data, here, end, _addr(data[at + 8 : at + 24]), _addr(data[at + 24 : at + 40]))
 
