@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from .errors import ConfigError
 from .fleet.pool import Fleet
 from .model import REVISIONS, Vantage
-from .readers.base import ReadOptions
+from .readers.base import CaptureReaderChoice, ReadOptions
 from .rebuild.reconstruct import ReconstructOptions
 from .run.pipeline import AuditOptions
 from .run.pipeline import audit as run_audit
@@ -46,6 +46,7 @@ def audit(
     rules: Iterable[PathLike] = (),
     keylog: PathLike | None = None,
     http_ports: Iterable[int] = (),
+    capture_reader: str = "auto",
     verifying_reads: Mapping[str, Iterable[str]] | None = None,
     exchanges: bool = True,
     jobs: int | None = 1,
@@ -70,6 +71,7 @@ def audit(
             vantage=_vantage(vantage),
             http_ports=tuple(http_ports),
             keylog=Path(keylog) if keylog is not None else None,
+            capture_reader=CaptureReaderChoice(capture_reader),
         ),
         reconstruct=ReconstructOptions(
             protocol=_protocol(protocol),

@@ -60,7 +60,6 @@ MB = 1 << 20
 
 STDIO_RATIO_TARGET = 3.0
 STDIO_RATIO_AIM = 1.5
-PCAP_RATIO_TARGET = 2.0
 RSS_TARGET_MB = 300.0
 
 
@@ -574,25 +573,31 @@ def bench_scaling(
 # ---------------------------------------------------------------------------------------------- profile
 
 
-def profile_stdio(size_gb: float, top: int, cancelled: float) -> None:
-    """cProfile of the whole audit (read → reconstruct → engine → report) in this process."""
+def profile_stdio(size_gb: float, top: int, cancelled: float, capture: Path | None = None) -> None:
+    """cProfile of the whole audit (read → reconstruct → engine → report) in this process; of CAPTURE when
+    given (read with the default reader), else of the stdio file."""
     from cancelwire.reports.formats import render
     from cancelwire.run.pipeline import AuditOptions, audit
 
-    meta = ensure_stdio(size_gb, cancelled)
-    print(
-        f"profile  cancelwire audit on {meta.path.relative_to(ROOT)} ({meta.bytes / MB:.0f} MB, "
-        f"{meta.messages / 1e6:.2f}M messages)",
-        flush=True,
-    )
+    if capture is not None:
+        target = capture
+        print(f"profile  cancelwire audit on {capture} ({capture.stat().st_size / MB:.0f} MB)", flush=True)
+    else:
+        meta = ensure_stdio(size_gb, cancelled)
+        target = meta.path
+        print(
+            f"profile  cancelwire audit on {meta.path.relative_to(ROOT)} ({meta.bytes / MB:.0f} MB, "
+            f"{meta.messages / 1e6:.2f}M messages)",
+            flush=True,
+        )
     profiler = cProfile.Profile()
     start = time.perf_counter()
     profiler.enable()
-    result = audit([str(meta.path)], AuditOptions())
+    result = audit([str(target)], AuditOptions())
     render(result, "json")
     profiler.disable()
     print(f"  wall under cProfile {time.perf_counter() - start:.2f} s", flush=True)
-    out = DATA / f"profile-{meta.path.stem.removeprefix('stdio-')}.prof"
+    out = DATA / f"profile-{target.stem.removeprefix('stdio-')}.prof"
     profiler.dump_stats(out)
     for key in ("tottime", "cumulative"):
         text = io.StringIO()
@@ -936,7 +941,9 @@ def ensure_pcap(packets: int) -> tuple[Path, int, dict[str, int]]:
     return path, frames, values
 
 
-def bench_pcap(packets: int, timeout: float | None) -> None:
+def bench_pcap(packets: int, timeout: float | None, repeat: int = 1) -> None:
+    import bench_capture
+
     try:
         path, frames, values = ensure_pcap(packets)
     except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
@@ -945,26 +952,13 @@ def bench_pcap(packets: int, timeout: float | None) -> None:
     print(
         f"pcap   file {path.stat().st_size / MB:.0f} MB ({path.relative_to(ROOT)}), {frames / 1e3:.0f}k packets, "
         f"{values['calls'] / 1e3:.1f}k tools/call, {values['cancels']} cancelled, "
-        f"{values['connections']} connections",
+        f"{values['connections']} connections; load average {os.getloadavg()[0]:.2f}",
         flush=True,
     )
-    floor = measure(
-        "floor (tshark -T fields frame)",
-        [TSHARK, "-r", str(path), "-n", "-T", "fields", "-e", "frame.number"],
-        timeout=timeout,
-    )
-    print(f"  {floor.label:<30}{fmt_time(floor.wall)}   {fmt_rss(floor)}{status(floor)}", flush=True)
-    ours = measure_audit(path, timeout)
-    split = ""
-    if ours.self_rss_mb is not None:
-        split = f"  (audit process {ours.self_rss_mb:.0f} MB, its tshark {ours.children_rss_mb:.0f} MB)"
-    print(f"  {ours.label:<30}{fmt_time(ours.wall)}   {fmt_rss(ours)}{split}{status(ours)}", flush=True)
-    if not ours.ok:
-        reader = ROOT / "analyzer" / "readers" / "capture" / "reader.py"
-        why = "analyzer/readers/capture/reader.py is missing" if not reader.exists() else "the capture reader failed"
-        print(f"  pcap audit did not complete: {why} (see the error above)", flush=True)
-        return
-    print_ratio(ours, floor, PCAP_RATIO_TARGET, None)
+    import bench_fleet
+
+    bench_fleet.compile_package(ROOT / "analyzer")
+    bench_capture.big(path, PY, TSHARK, measure, repeat, timeout)
 
 
 # ---------------------------------------------------------------------------------------------- main
@@ -1005,7 +999,11 @@ def bench_fleet(count: int, timeout: float | None, repeat: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("case", choices=["stdio", "pcap", "all", "profile", "fleet", "report", "ab", "_pcap-server"])
+    parser.add_argument(
+        "case", choices=["stdio", "pcap", "captures", "all", "profile", "fleet", "report", "ab", "_pcap-server"]
+    )
+    parser.add_argument("--copies", type=int, default=200, help="captures: copies of the small capture (default 200)")
+    parser.add_argument("--capture", type=Path, help="profile: a capture to profile instead of the stdio file")
     parser.add_argument("--recordings", type=int, default=1000, help="fleet: small recordings (default 1000)")
     parser.add_argument("port", nargs="?", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--size-gb", type=float, default=1.0, help="stdio transcript size (default 1.0)")
@@ -1037,7 +1035,7 @@ def main(argv: list[str] | None = None) -> int:
             asyncio.run(_server_main(args.port))
         return 0
     if args.case == "profile":
-        profile_stdio(args.size_gb if args.size_gb != 1.0 else 0.1, args.top, args.cancelled)
+        profile_stdio(args.size_gb if args.size_gb != 1.0 else 0.1, args.top, args.cancelled, args.capture)
         return 0
     print(f"cancelwire benchmark: {os.cpu_count()} cores, python {sys.version.split()[0]}, orjson {orjson.__version__}")
     if args.case in ("stdio", "all"):
@@ -1046,7 +1044,11 @@ def main(argv: list[str] | None = None) -> int:
             sizes = sorted(float(s) for s in args.scaling_sizes.split(","))
             bench_scaling(sizes, args.timeout, {args.size_gb: ours}, args.cancelled, args.format)
     if args.case in ("pcap", "all"):
-        bench_pcap(args.packets, args.timeout)
+        bench_pcap(args.packets, args.timeout, max(1, args.repeat))
+    if args.case == "captures":
+        import bench_capture
+
+        bench_capture.small(ROOT, DATA, PY, measure, args.copies, max(1, args.repeat), args.timeout)
     if args.case == "fleet":
         bench_fleet(args.recordings, args.timeout, max(1, args.repeat))
     if args.case == "ab":

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from cancelwire.model import Anomaly, MessageEvent, SessionStart, TransportEvent, TransportKind
 from cancelwire.readers import InputSource, ReadOptions
-from cancelwire.readers.capture.tshark_fields import Frame
-from cancelwire.readers.capture.tshark_pass import CapturePass
+from cancelwire.readers.capture.capture_pass import CapturePass
+from cancelwire.readers.capture.frames import Frame
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -56,7 +56,7 @@ segments = st.lists(
 @given(segments, st.sampled_from([(), (8000,)]))
 def test_any_segment_stream_gives_only_events(stream: list[tuple], http_ports: tuple[int, ...]) -> None:  # type: ignore[type-arg]
     path = Path("fuzz.pcapng")
-    run = CapturePass(InputSource(path.name, path), ReadOptions(http_ports=http_ports), "tshark", path)
+    run = CapturePass(InputSource(path.name, path), ReadOptions(http_ports=http_ports))
     out = run.sessions.out
     for number, (from_client, seq, ack, flags, payload, window, extra, tcp_stream) in enumerate(stream, 1):
         src, dst = (C, S) if from_client else (S, C)
@@ -146,7 +146,7 @@ def test_every_request_is_answered_or_its_reply_direction_said_unread(
     connection rests between calls), each request's reply is read, or its exchange is said REPLIES_UNREAD after
     it: silence the reader made is never left to be judged as the server's."""
     path = Path("fuzz.pcapng")
-    run = CapturePass(InputSource(path.name, path), ReadOptions(), "tshark", path)
+    run = CapturePass(InputSource(path.name, path), ReadOptions())
     for frame in _keepalive_frames(calls, cut, lost):
         run.sessions.frame, run.sessions.ts = frame.number, frame.ts
         run._frame(frame)

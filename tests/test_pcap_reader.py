@@ -28,6 +28,7 @@ from cancelwire import audit
 from cancelwire.errors import InputError
 from cancelwire.model import Anomaly, Event, MessageEvent, SessionStart, TransportEvent
 from cancelwire.readers import InputSource, ReadOptions
+from cancelwire.readers.base import CaptureReaderChoice
 from cancelwire.readers.capture.reader import READER
 from cancelwire.readers.capture.tshark_fields import parse_line, tshark_command
 
@@ -778,12 +779,13 @@ def test_missing_tshark_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp
     capture_file = tmp_path / "x.pcapng"
     capture_file.write_bytes(b"\x0a\x0d\x0d\x0a" + b"\x00" * 28)
     with pytest.raises(ToolMissingError, match="apt-get install tshark"):
-        read(capture_file)
+        read(capture_file, capture_reader=CaptureReaderChoice.TSHARK)
 
 
 def test_stopping_early_stops_tshark(captures: dict[str, tuple[Path, int]]) -> None:
     path, _ = captures["keepalive"]
-    events = cast(Generator[Event, None, None], READER.read(InputSource(path.name, path), ReadOptions()))
+    tshark = ReadOptions(capture_reader=CaptureReaderChoice.TSHARK)
+    events = cast(Generator[Event, None, None], READER.read(InputSource(path.name, path), tshark))
     first = next(events)
     assert isinstance(first, SessionStart)
     events.close()  # the generator's finally kills and reaps tshark; nothing is left running

@@ -4,7 +4,7 @@ tests/rules/<slug>/ holds `triggers.*` (must fire) and `clean.*` (the nearest mi
 with `<name>.expect.toml`:
 
     [options]                 # optional: protocol, vantage, race_window, input_format, keylog, max_tombstones,
-                              # max_tools
+                              # max_tools, capture_reader
     [[finding]]               # every expected finding, exactly
     request_id = 2            # omit for findings with no request
     severity = "warning"
@@ -28,6 +28,7 @@ import pytest
 from cancelwire.judge.catalog import load_catalog
 from cancelwire.model import Origin, Vantage
 from cancelwire.readers import ReadOptions
+from cancelwire.readers.base import CaptureReaderChoice
 from cancelwire.rebuild.reconstruct import ReconstructOptions
 from cancelwire.run.pipeline import AuditOptions, audit
 
@@ -52,7 +53,9 @@ def _options(slug: str, table: dict[str, Any], base: Path) -> AuditOptions:
     keylog = base / table["keylog"] if "keylog" in table else None
     return AuditOptions(
         input_format=table.get("input_format"),
-        read=ReadOptions(vantage=vantage, keylog=keylog),
+        read=ReadOptions(
+            vantage=vantage, keylog=keylog, capture_reader=CaptureReaderChoice(table.get("capture_reader", "auto"))
+        ),
         reconstruct=ReconstructOptions(
             protocol=table.get("protocol"),
             race_window=table.get("race_window"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from cancelwire.readers.capture.frames import Frame
 from cancelwire.readers.capture.tcp import (
     ACK,
     FIN,
@@ -19,7 +20,6 @@ from cancelwire.readers.capture.tcp import (
     WindowZero,
     client_by_handshake,
 )
-from cancelwire.readers.capture.tshark_fields import Frame
 
 C, S = ("10.0.0.1", 40000), ("10.0.0.2", 8000)
 PSH = 0x08

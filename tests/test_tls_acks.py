@@ -10,8 +10,8 @@ from pathlib import Path
 
 from cancelwire.model import MessageEvent, MessageKind
 from cancelwire.readers import InputSource, ReadOptions
-from cancelwire.readers.capture.tshark_fields import Frame
-from cancelwire.readers.capture.tshark_pass import CapturePass
+from cancelwire.readers.capture.capture_pass import CapturePass
+from cancelwire.readers.capture.frames import Frame
 
 C, S = ("10.0.0.1", 40000), ("10.0.0.2", 8443)
 OVERHEAD = 22
@@ -52,7 +52,7 @@ def _reply_crossed(server_segments: list[tuple[int, int, tuple[bytes, ...]]]) ->
     """The reply message's `crossed`, the server's answer sent as SERVER_SEGMENTS (ack, size, records
     completed in it) after the client's FIN."""
     path = Path("tls.pcapng")
-    run = CapturePass(InputSource(path.name, path), ReadOptions(keylog=Path("tls.keys")), "tshark", path)
+    run = CapturePass(InputSource(path.name, path), ReadOptions(keylog=Path("tls.keys")))
     frames = [
         _frame(1, True, 1000, 0, 0x02, 0),
         _frame(2, False, 5000, 1001, 0x12, 0),

@@ -17,6 +17,7 @@ from .._version import __version__
 from ..config import Settings, find_settings, load_settings
 from ..model import REVISIONS, Vantage
 from ..readers import ReadOptions, reader_names
+from ..readers.base import CaptureReaderChoice
 from ..readers.inflate import InflateLimits, ratio_of
 from ..rebuild.reconstruct import DEFAULT_MAX_OPEN, ReconstructOptions
 from ..reports import otlp_http
@@ -202,6 +203,13 @@ def _audit_parser(a: argparse.ArgumentParser) -> None:
         help="captures: decode this TCP port as HTTP",
     )
     a.add_argument("--keylog", type=Path, metavar="FILE", help="captures: TLS key log (SSLKEYLOGFILE format)")
+    a.add_argument(
+        "--capture-reader",
+        choices=[c.value for c in CaptureReaderChoice],
+        metavar="auto|direct|tshark",
+        help="captures: read packets in-process (direct) or with tshark; auto (default): direct, except tshark "
+        "for a key log and for link types the direct reader does not decode",
+    )
     a.add_argument("--max-inflated", type=_count, metavar="BYTES", help="inflate a .gz input no further (16 GiB)")
     a.add_argument(
         "--max-inflate-ratio",
@@ -339,6 +347,7 @@ def audit_options(args: argparse.Namespace, settings: Settings) -> AuditOptions:
         "merge": args.merge or None,
         "input-format": args.input_format,
         "keylog": args.keylog,
+        "capture-reader": args.capture_reader,
         "redact": args.redact or None,
     }
     changed += [Setting(k, "on" if v is True else str(v), "command line") for k, v in flags.items() if v]
@@ -354,6 +363,7 @@ def audit_options(args: argparse.Namespace, settings: Settings) -> AuditOptions:
             vantage=vantage,
             http_ports=tuple(args.http_port),
             keylog=args.keylog,
+            capture_reader=CaptureReaderChoice(args.capture_reader or "auto"),
             inflate=InflateLimits.given(args.max_inflated, args.max_inflate_ratio),
         ),
         reconstruct=ReconstructOptions(

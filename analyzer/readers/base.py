@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
@@ -15,6 +16,18 @@ from .inflate import DEFAULT_LIMITS, InflateLimits
 from .source import InputSource
 
 __all__ = ["InputSource", "ReadOptions", "Reader"]
+
+
+class CaptureReaderChoice(StrEnum):
+    """`--capture-reader`: what reads a capture's packets."""
+
+    AUTO = "auto"
+    """The direct reader, unless the capture needs tshark (a key log to decrypt TLS with, or a link type
+    the direct reader does not decode)."""
+    DIRECT = "direct"
+    """In-process (`capture/direct.py`), never tshark."""
+    TSHARK = "tshark"
+    """tshark's field pass."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +42,8 @@ class ReadOptions:
     """Captures: TCP ports to decode as HTTP whatever their content looks like."""
     keylog: Path | None = None
     """Captures: an SSLKEYLOGFILE to decrypt TLS."""
+    capture_reader: CaptureReaderChoice = CaptureReaderChoice.AUTO
+    """Captures: `--capture-reader`."""
     inflate: InflateLimits = DEFAULT_LIMITS
     """How far a gzip input is inflated (`--max-inflated`, `--max-inflate-ratio`)."""
 

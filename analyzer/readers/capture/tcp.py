@@ -1,7 +1,7 @@
 """TCP connection state for the capture reader: pure (no tshark, no HTTP), testable on its own.
 
 One `TcpConnection` per `tcp.stream`. The capture reader hands it each captured segment (a
-`tshark_fields.Frame` and its direction) and gets back what the segment means, in order:
+`frames.Frame` and its direction) and gets back what the segment means, in order:
 
 * `Delivered`: payload bytes now in sequence for that direction. Segments are put back in sequence
   order: retransmitted bytes are skipped, out-of-order segments held (bounded: `MAX_HELD_SEGMENTS`,
@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from .tshark_fields import Frame
+from .frames import Frame
 
 SYN, RST, FIN, ACK = 0x02, 0x04, 0x01, 0x10
 MAX_HELD_SEGMENTS = 256

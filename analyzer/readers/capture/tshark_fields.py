@@ -1,6 +1,7 @@
-"""tshark's field output: the one command cancelwire runs, its version check, and one frame per line.
+"""tshark's field output (`--capture-reader tshark`): the one command cancelwire runs, its version check, one
+frame per line, and what tshark says on its standard error.
 
-No pyshark here: `capture/reader.py` finds tshark and drives the pass.
+No pyshark here: `capture/reader.py` finds tshark.
 """
 
 from __future__ import annotations
@@ -9,12 +10,17 @@ import binascii
 import functools
 import re
 import subprocess
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Generator, Iterator
 from pathlib import Path
+from typing import IO
 
-from ...errors import ToolMissingError
+from ...errors import InputError, ToolMissingError
+from ...model import AnomalyName
 from ...model.timestamps import EARLIEST, LATEST
+from .frames import Frame, ReadProblem
 
+_NOISE = re.compile(r"^Running as user .* This could be dangerous\.$")
 INSTALL_HINT = "install it: sudo apt-get install tshark (Debian/Ubuntu), or Wireshark's installer elsewhere"
 MIN_TSHARK = (3, 6)
 FIELDS = (
@@ -109,28 +115,6 @@ def tshark_command(tshark: str, capture: Path, keylog: Path | None) -> list[str]
     return cmd
 
 
-@dataclass(frozen=True, slots=True)
-class Frame:
-    number: int
-    ts: float | None
-    """Seconds since 1970; None when the capture's time for the frame cannot be a clock reading."""
-    stream: int
-    src: str
-    dst: str
-    sport: int
-    dport: int
-    seq: int
-    ack: int
-    flags: int
-    window: int
-    """The scaled receive window; -1 when tshark gave none."""
-    payload: bytes
-    """The captured TCP payload (shorter than `length` when the snaplen cut the frame)."""
-    length: int
-    """The TCP payload length on the wire (`tcp.len`)."""
-    decrypted: tuple[bytes, ...]
-
-
 def parse_line(line: bytes) -> Frame | int | None:
     """A frame with TCP, the number of a frame without TCP, or None for a line that is not a frame."""
     cols = line.rstrip(b"\r\n").split(b"\t")
@@ -159,6 +143,71 @@ def parse_line(line: bytes) -> Frame | int | None:
             payload,
             int(first[11] or 0),
             tuple(binascii.a2b_hex(x) for x in cols[15].split(b",")) if len(cols) > 15 and cols[15] else (),
+            "" if EARLIEST <= ts < LATEST else first[1][:40].decode("ascii", "replace"),
         )
     except (ValueError, binascii.Error, UnicodeDecodeError):
         return number
+
+
+class TsharkFrames:
+    """The frames of one capture as tshark's field pass prints them, then what tshark said on stderr."""
+
+    def __init__(self, tshark: str, path: Path, name: str, keylog: Path | None) -> None:
+        self.tshark = tshark
+        self.path = path
+        self.name = name
+        self.keylog = keylog
+        self.count = 0
+        self.last = 0
+        self.rc = 0
+        self.stderr = ""
+
+    def frames(self) -> Iterator[Frame | int]:
+        with tempfile.TemporaryFile() as stderr:
+            self.rc = yield from self._run(stderr)
+            stderr.seek(0)
+            self.stderr = stderr.read().decode("utf-8", "replace")
+
+    def _run(self, stderr: IO[bytes]) -> Generator[Frame | int, None, int]:
+        cmd = tshark_command(self.tshark, self.path, self.keylog)
+        try:
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL)
+        except OSError as exc:
+            raise ToolMissingError(self.name, f"cannot run tshark: {exc}", INSTALL_HINT) from exc
+        try:
+            assert proc.stdout is not None  # Popen with stdout=PIPE always has one
+            for line in proc.stdout:
+                parsed = parse_line(line)
+                if parsed is None:
+                    continue
+                self.count += 1
+                self.last = parsed if isinstance(parsed, int) else parsed.number
+                yield parsed
+            status: int = proc.wait()
+            return status
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+    def problems(self) -> list[ReadProblem]:
+        """tshark's complaints: an unreadable file is an InputError, anything else an anomaly."""
+        messages = [ln.strip() for ln in self.stderr.splitlines() if ln.strip() and not _NOISE.match(ln.strip())]
+        shown = [m.replace(str(self.path), self.name) for m in messages]
+        if self.rc != 0 and self.count == 0:
+            raise InputError(
+                self.name,
+                f"tshark cannot read it: {'; '.join(shown) or f'exit status {self.rc}'}",
+                "is it a pcap/pcapng capture?",
+            )
+        return [
+            ReadProblem(
+                AnomalyName.CAPTURE_TRUNCATED,
+                f"the capture ends in the middle of a packet after frame {self.last}; "
+                f"everything before it was read ({message})",
+                None,
+            )
+            if "cut short in the middle of a packet" in message
+            else ReadProblem(AnomalyName.CAPTURE_TSHARK_ERROR, message, None)
+            for message in shown
+        ]

@@ -1,9 +1,9 @@
 """One pass over one packet capture.
 
-The bulk path is one streaming tshark pass that prints a few TCP fields per frame (`tshark_fields`);
-everything above that is ours, in pure modules testable without tshark, so a response that never
-finishes, an SSE body still open at the end of the capture, or a server port tshark would decode as
-something else are all read the same:
+A frame source gives a few TCP fields per frame (`frames.Frame`): the in-process reader (`direct`) or one
+streaming tshark pass (`tshark_fields`), which give the same frames; everything above that is ours, in pure
+modules testable without tshark, so a response that never finishes, an SSE body still open at the end of the
+capture, or a server port tshark would decode as something else are all read the same:
 
 * `tcp`: per connection, segments back in order, gaps, FIN, RST, zero windows;
 * `capture_http` (with `http1`): per connection that carries HTTP (sniffed by the request line at
@@ -12,31 +12,25 @@ something else are all read the same:
 * `capture_bodies` (with `sse` and `jsonrpc`): the JSON-RPC messages of request and response bodies;
 * `capture_sessions`: which session each exchange belongs to, and the `seq` of every event.
 
-Capture-wide anomalies raised here: `capture.truncated` (tshark says the file ends inside a packet),
-`capture.tshark-error` (anything else tshark says), `capture.encrypted` (TLS without usable keys),
+Capture-wide anomalies raised here: what the frame source could not read (`frames.ReadProblem`: a file cut
+short or damaged, what tshark said, IP fragments and unknown link types the direct reader skips),
+`capture.encrypted` (TLS without usable keys),
 `capture.no-mcp` (no JSON-RPC message at all, and why).
 """
 
 from __future__ import annotations
 
-import re
-import subprocess
-import tempfile
-from collections.abc import Generator, Iterator
-from pathlib import Path
-from typing import Any
+from collections.abc import Iterator
 
-from ...errors import InputError, ToolMissingError
 from ...model import AnomalyName, Event, Vantage
 from ..base import InputSource, ReadOptions
 from ..http.http2_joined import starts_with_frames
 from .conn import Conn, ConnKind, IdleConn
+from .frames import Frame, FrameSource
 from .over_http1 import HttpCapture, looks_http, looks_http_server
 from .sessions import Sessions
 from .tcp import ACK, FIN, RST, SYN, Delivered, TcpConnection, client_by_handshake
-from .tshark_fields import INSTALL_HINT, Frame, parse_line, tshark_command
 
-_NOISE = re.compile(r"^Running as user .* This could be dangerous\.$")
 TLS_HEADER = 5
 """Bytes of a TLS record's header: a record's ciphertext is at least its plaintext and these."""
 
@@ -44,11 +38,9 @@ TLS_HEADER = 5
 class CapturePass:
     """One pass over one capture. All state lives here; nothing is module-level."""
 
-    def __init__(self, source: InputSource, options: ReadOptions, tshark: str, path: Path) -> None:
+    def __init__(self, source: InputSource, options: ReadOptions) -> None:
         self.source = source
         self.options = options
-        self.tshark = tshark
-        self.path = path
         self.sessions = Sessions(source.name, options.session_vantage(Vantage.WIRE))
         self.http = HttpCapture(self.sessions, options.inflate.max_ratio)
         self.conns: dict[int, Conn | IdleConn] = {}
@@ -61,68 +53,26 @@ class CapturePass:
         self.cut: list[int] = [0, 0, 0, 0]
         """Frames whose payload the snaplen cut: [count, first frame, its captured bytes, its tcp.len]."""
 
-    def events(self) -> Iterator[Event]:
-        out = self.sessions.out
-        with tempfile.TemporaryFile() as stderr:
-            rc = yield from self._tshark(stderr)
-            stderr.seek(0)
-            text = stderr.read().decode("utf-8", "replace")
-        self._stderr(rc, text)
+    def events(self, source: FrameSource) -> Iterator[Event]:
+        """Every event of the capture, reading each frame `source` gives, then what it could not read."""
+        sessions, out = self.sessions, self.sessions.out
+        for parsed in source.frames():
+            self.frames += 1
+            if isinstance(parsed, int):
+                sessions.frame = parsed
+                continue
+            sessions.frame, sessions.ts = parsed.number, parsed.ts
+            if parsed.ts is None:
+                self._untimed(parsed.number, parsed.clock)
+            self._frame(parsed)
+            if out:
+                yield from out
+                out.clear()
+        for problem in source.problems():
+            sessions.anomaly(None, problem.name, problem.detail, frame=problem.frame)
         self._finish()
         yield from out
         out.clear()
-
-    def _tshark(self, stderr: Any) -> Generator[Event, None, int]:
-        """Run the tshark pass and read every frame; returns tshark's exit status."""
-        cmd = tshark_command(self.tshark, self.path, self.options.keylog)
-        try:
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL)
-        except OSError as exc:
-            raise ToolMissingError(self.source.name, f"cannot run tshark: {exc}", INSTALL_HINT) from exc
-        sessions, out = self.sessions, self.sessions.out
-        try:
-            assert proc.stdout is not None  # Popen with stdout=PIPE always has one
-            for line in proc.stdout:
-                parsed = parse_line(line)
-                if parsed is None:
-                    continue
-                self.frames += 1
-                if isinstance(parsed, int):
-                    sessions.frame = parsed
-                    continue
-                sessions.frame, sessions.ts = parsed.number, parsed.ts
-                if parsed.ts is None:
-                    self._untimed(parsed.number, line)
-                self._frame(parsed)
-                if out:
-                    yield from out
-                    out.clear()
-            return proc.wait()
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-
-    def _stderr(self, rc: int, text: str) -> None:
-        """tshark's complaints: an unreadable file is an InputError, anything else an anomaly."""
-        messages = [ln.strip() for ln in text.splitlines() if ln.strip() and not _NOISE.match(ln.strip())]
-        shown = [m.replace(str(self.path), self.source.name) for m in messages]
-        if rc != 0 and self.frames == 0:
-            raise InputError(
-                self.source.name,
-                f"tshark cannot read it: {'; '.join(shown) or f'exit status {rc}'}",
-                "is it a pcap/pcapng capture?",
-            )
-        for message in shown:
-            if "cut short in the middle of a packet" in message:
-                self.sessions.anomaly(
-                    None,
-                    AnomalyName.CAPTURE_TRUNCATED,
-                    f"the capture ends in the middle of a packet after frame {self.sessions.frame}; "
-                    f"everything before it was read ({message})",
-                )
-            else:
-                self.sessions.anomaly(None, AnomalyName.CAPTURE_TSHARK_ERROR, message)
 
     # -- frames ------------------------------------------------------------------------------------
 
@@ -216,9 +166,8 @@ class CapturePass:
         if conn.kind is ConnKind.TLS_HTTP:
             self.http.tcp(conn, [Delivered(from_client, chunk, acked)])
 
-    def _untimed(self, number: int, line: bytes) -> None:
+    def _untimed(self, number: int, shown: str) -> None:
         if self.untimed is None:
-            shown = line.split(b"\t", 2)[1][:40].decode("ascii", "replace")
             self.untimed = (1, number, shown)
         else:
             self.untimed = (self.untimed[0] + 1, *self.untimed[1:])
