@@ -86,7 +86,8 @@ def test_whole_sample_folder_validates_and_unreadable_inputs_are_notifications(t
     # and the three client logs whose SDK gave up on a call and sent no cancel (CW507; its local error is no reply)
     # and sample_captures/redirect (CW101 twice, CW205, CW216 twice, CW217, CW506 twice)
     # and issue 18's samples: the Go SDK's (gosdk/, slow-link/), gzip bodies, the chrome-har HAR
-    assert len(log["runs"][0]["results"]) == 137
+    # and the TypeScript SDK 2.x's (ts2sdk/: 23), mitmdump's flow files (12), a trace and its transcript (otlp/: 7)
+    assert len(log["runs"][0]["results"]) == 179
 
 
 @pytest.mark.parametrize(
