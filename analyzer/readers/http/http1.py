@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import h11
 
-from .http1_body import Outcome, PlainBody, chunked_parser, plain_framing
+from .http1_body import BodyOutcome, PlainBody, chunked_parser, plain_framing
 
 MAX_BODY_BYTES = 16 << 20
 MAX_UNMATCHED_BYTES = 64 << 10
@@ -339,14 +339,14 @@ class Http1Connection:
         fed = self._body.feed(data)
         for piece in fed.pieces:
             out.append(ResponseData(pending.exchange, piece))
-        if fed.outcome is Outcome.MORE:
+        if fed.outcome is BodyOutcome.MORE:
             return
-        if fed.outcome is Outcome.ERROR:
+        if fed.outcome is BodyOutcome.ERROR:
             self.server_broken = True
             out.append(ParseError(False, f"bad response: {fed.error}", pending.exchange))
             return
         self._body = None
-        if fed.outcome is Outcome.H11:
+        if fed.outcome is BodyOutcome.H11:
             self._resp = chunked_parser(pending.request)
             self._resp.receive_data(fed.rest)
             self._pump_responses(out)

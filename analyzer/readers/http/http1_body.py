@@ -5,7 +5,7 @@ h11 parses each response head and decides its framing; when that framing is Cont
 `ResponseData` pieces as h11's `Data` events (one per chunk per feed, never empty), the same errors
 with h11's wording. A chunked body that turns unusual at a chunk boundary (a chunk extension,
 whitespace, trailers, a size line cut by a segment and longer than `MAX_HELD`, the final chunk's
-CRLF not there yet) goes back to h11 from that boundary (`Outcome.H11`): h11 then does everything it
+CRLF not there yet) goes back to h11 from that boundary (`BodyOutcome.H11`): h11 then does everything it
 would have done from there.
 """
 
@@ -22,7 +22,7 @@ PLAIN_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
 FINAL_CHUNK = b"0\r\n\r\n"
 
 
-class Outcome(enum.Enum):
+class BodyOutcome(enum.Enum):
     MORE = "more"
     """The body goes on: feed the next bytes."""
     END = "end"
@@ -36,7 +36,7 @@ class Outcome(enum.Enum):
 class Feed:
     __slots__ = ("error", "outcome", "pieces", "rest")
 
-    def __init__(self, pieces: list[bytes], outcome: Outcome, rest: bytes = b"", error: str = "") -> None:
+    def __init__(self, pieces: list[bytes], outcome: BodyOutcome, rest: bytes = b"", error: str = "") -> None:
         self.pieces = pieces
         self.outcome = outcome
         self.rest = rest
@@ -76,8 +76,8 @@ class PlainBody:
             piece = data[: self.remaining]
             self.remaining -= len(piece)
             if self.remaining:
-                return Feed([piece] if piece else [], Outcome.MORE)
-            return Feed([piece] if piece else [], Outcome.END, data[len(piece) :])
+                return Feed([piece] if piece else [], BodyOutcome.MORE)
+            return Feed([piece] if piece else [], BodyOutcome.END, data[len(piece) :])
         if self.held:
             data, self.held = self.held + data, b""
         return self._chunks(data)
@@ -99,24 +99,24 @@ class PlainBody:
             if self.remaining:
                 piece = data[pos : pos + self.remaining]
                 if not piece:
-                    return Feed(pieces, Outcome.MORE)
+                    return Feed(pieces, BodyOutcome.MORE)
                 pieces.append(piece)
                 pos += len(piece)
                 self.remaining -= len(piece)
                 if self.remaining:
-                    return Feed(pieces, Outcome.MORE)
+                    return Feed(pieces, BodyOutcome.MORE)
                 self.footer = b"\r\n"
             if self.footer:
                 got = data[pos : pos + len(self.footer)]
                 if not got:
-                    return Feed(pieces, Outcome.MORE)
+                    return Feed(pieces, BodyOutcome.MORE)
                 if got != self.footer[: len(got)]:
                     why = f"malformed chunk footer: {bytearray(got)!r} (expected {self.footer!r})"
-                    return Feed(pieces, Outcome.ERROR, error=why)
+                    return Feed(pieces, BodyOutcome.ERROR, error=why)
                 pos += len(got)
                 self.footer = self.footer[len(got) :]
                 if self.footer:
-                    return Feed(pieces, Outcome.MORE)
+                    return Feed(pieces, BodyOutcome.MORE)
             boundary = self._size_line(data, pos, pieces)
             if isinstance(boundary, Feed):
                 return boundary
@@ -127,18 +127,18 @@ class PlainBody:
         end = data.find(b"\r\n", pos)
         if end < 0:
             if len(data) - pos > MAX_HELD:
-                return Feed(pieces, Outcome.H11, data[pos:])
+                return Feed(pieces, BodyOutcome.H11, data[pos:])
             self.held = data[pos:]
-            return Feed(pieces, Outcome.MORE)
+            return Feed(pieces, BodyOutcome.MORE)
         line = data[pos:end]
         if PLAIN_SIZE.fullmatch(line) is None:
-            return Feed(pieces, Outcome.H11, data[pos:])
+            return Feed(pieces, BodyOutcome.H11, data[pos:])
         self.remaining = int(line, 16)
         if self.remaining:
             return end + 2
         if data.startswith(FINAL_CHUNK, pos):
-            return Feed(pieces, Outcome.END, data[pos + len(FINAL_CHUNK) :])
-        return Feed(pieces, Outcome.H11, data[pos:])
+            return Feed(pieces, BodyOutcome.END, data[pos + len(FINAL_CHUNK) :])
+        return Feed(pieces, BodyOutcome.H11, data[pos:])
 
 
 def chunked_parser(request: h11.Request) -> h11.Connection:
