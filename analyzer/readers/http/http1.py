@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 
 import h11
 
+from .http1_body import BodyOutcome, PlainBody, chunked_parser, plain_framing
+
 MAX_BODY_BYTES = 16 << 20
 MAX_UNMATCHED_BYTES = 64 << 10
 
@@ -123,6 +125,8 @@ class Http1Connection:
     _waiting: deque[_AwaitingResponse] = field(default_factory=deque)
     """Requests whose response has not ended, oldest first."""
     _resp: h11.Connection | None = None
+    _body: PlainBody | None = None
+    """The response body being read without h11 (`http1_body`); `_resp` stays set meanwhile."""
     _unmatched: bytearray = field(default_factory=bytearray)
 
     # -- public API --------------------------------------------------------------------------------
@@ -172,6 +176,9 @@ class Http1Connection:
                 self._unmatched.clear()
                 out.append(ParseError(False, f"more than {MAX_UNMATCHED_BYTES} server bytes with no request"))
             return out
+        if self._body is not None:
+            self._feed_body(data, out)
+            return out
         self._resp.receive_data(data)
         self._pump_responses(out)
         return out
@@ -194,6 +201,11 @@ class Http1Connection:
         if self._resp is None:
             return []
         out: list[HttpEvent] = []
+        if self._body is not None:  # the body was not finished: cut
+            out.append(ResponseEnd(self._waiting[0].exchange, complete=False, detail=self._body.eof_error()))
+            self._waiting.popleft()
+            self._resp = self._body = None
+            return out
         resp = self._resp
         resp.receive_data(b"")
         self._pump_responses(out, closing=True)
@@ -299,6 +311,11 @@ class Http1Connection:
                 out.append(
                     ResponseHead(exchange, event.status_code, event.reason.decode("latin-1"), _headers(event.headers))
                 )
+                length = None if closing else plain_framing(self._waiting[0].request.method, event)
+                if length is not None:
+                    self._body = PlainBody(length)
+                    self._feed_body(self._resp.trailing_data[0], out)
+                    return
             elif isinstance(event, h11.Data):
                 out.append(ResponseData(exchange, bytes(event.data)))
             elif isinstance(event, h11.EndOfMessage):
@@ -314,6 +331,32 @@ class Http1Connection:
                     closing = True
             else:  # NEED_DATA, PAUSED, ConnectionClosed
                 return
+
+    def _feed_body(self, data: bytes, out: list[HttpEvent]) -> None:
+        """Bytes of a plain response body (`_body`): its pieces, and its end, error or return to h11."""
+        assert self._body is not None
+        pending = self._waiting[0]
+        fed = self._body.feed(data)
+        for piece in fed.pieces:
+            out.append(ResponseData(pending.exchange, piece))
+        if fed.outcome is BodyOutcome.MORE:
+            return
+        if fed.outcome is BodyOutcome.ERROR:
+            self.server_broken = True
+            out.append(ParseError(False, f"bad response: {fed.error}", pending.exchange))
+            return
+        self._body = None
+        if fed.outcome is BodyOutcome.H11:
+            self._resp = chunked_parser(pending.request)
+            self._resp.receive_data(fed.rest)
+            self._pump_responses(out)
+            return
+        out.append(ResponseEnd(pending.exchange))
+        self._waiting.popleft()
+        self._resp = None
+        if fed.rest:
+            self._unmatched += fed.rest
+        self._start_response(out)
 
 
 def _text(raw: bytes) -> str:
