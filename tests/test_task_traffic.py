@@ -11,8 +11,8 @@ import pytest
 from cancelwire import audit
 from cancelwire.model import Anomaly, Direction, MessageEvent, Origin, SessionStart, Transport, Vantage
 from cancelwire.model.jsonrpc import classify_text
-from cancelwire.rebuild.pending import MAX_TASKS
 from cancelwire.rebuild.reconstruct import ReconstructOptions, Reconstructor
+from cancelwire.rebuild.task_memory import MAX_TASKS
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))

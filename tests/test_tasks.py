@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from cancelwire import audit
-from cancelwire.rebuild.pending import MAX_TASKS
+from cancelwire.rebuild.task_memory import MAX_TASKS
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))

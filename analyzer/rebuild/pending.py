@@ -37,6 +37,7 @@ from ..model.jsonrpc import json_kind
 from .entrylog import EntryLog, StreamCount
 from .ordering import DEFAULT_RACE_WINDOWS, race_window, relate
 from .params import peer_info, tool_effect_from_annotations
+from .task_memory import MAX_TASKS, TaskTraffic
 
 _Key = tuple[Side, RequestId]
 #: What a timeline cannot show when a response to its request was recorded but not read.
@@ -103,10 +104,6 @@ class PendingRequest:
         return self.cancel is not None or self.disconnected
 
 
-#: Tasks remembered per session (and as many task-addressing requests) before the oldest are forgotten.
-MAX_TASKS = 10_000
-
-
 @dataclass(slots=True)
 class TaskState:
     """A task seen in a session (tasks.py checks what is said of it)."""
@@ -142,48 +139,6 @@ class SessionTasks:
         if self.by_request.get((old.requester, old.request_id)) == old_id:  # not a newer task of a reused id
             del self.by_request[(old.requester, old.request_id)]
         return old
-
-
-@dataclass(frozen=True, slots=True)
-class Expected:
-    """What the reply to a request should say of its task."""
-
-    task_id: str | None
-    """The task the request is about (None: a tasks/list, which names none)."""
-    method: str
-    """The request's method."""
-    tagged: bool
-    """True: the reply must carry the tag for `task_id`; False: it should carry none."""
-    why: str
-    """Why the reply is tied to the task, for the finding."""
-
-
-@dataclass(frozen=True, slots=True)
-class TaskToken:
-    """The task a progress token belongs to."""
-
-    task_id: str
-    revision: Revision | None
-    """The revision that judged the creating request."""
-
-
-@dataclass(slots=True)
-class TaskTraffic:
-    """A session's requests whose replies are judged for the tag, and its tasks' progress tokens, oldest first."""
-
-    replies: OrderedDict[tuple[Side, RequestId], Expected] = field(default_factory=OrderedDict)
-    tokens: OrderedDict[str | int, TaskToken] = field(default_factory=OrderedDict)
-
-    def expect(self, key: tuple[Side, RequestId], expected: Expected) -> None:
-        self.replies[key] = expected
-        if len(self.replies) > MAX_TASKS:
-            self.replies.popitem(last=False)
-
-    def remember_token(self, token: str | int, task: TaskToken) -> None:
-        self.tokens.pop(token, None)  # a token used again: its newest task goes to the end
-        self.tokens[token] = task
-        if len(self.tokens) > MAX_TASKS:
-            self.tokens.popitem(last=False)
 
 
 @dataclass(slots=True)

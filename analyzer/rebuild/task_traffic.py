@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import Anomaly, AnomalyName, Message, MessageEvent, MessageKind, RequestId, Side, revisions
-from .pending import Expected, PendingRequest, SessionState, TaskToken, TaskTraffic
+from .pending import PendingRequest, SessionState
+from .task_memory import Expected, TaskToken, TaskTraffic
 
 TAG = "io.modelcontextprotocol/related-task"
 #: Requests whose params name their task: the tag is redundant there (tasks/list names none).

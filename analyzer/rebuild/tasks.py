@@ -39,7 +39,8 @@ from ..model import (
 from ..model.jsonrpc import INVALID_PARAMS, error_status
 from . import holds
 from .entrylog import message_entry
-from .pending import MAX_TASKS, PendingRequest, SessionState, SessionTasks, TaskState
+from .pending import PendingRequest, SessionState, SessionTasks, TaskState
+from .task_memory import MAX_TASKS
 
 FINAL = frozenset({"completed", "failed", "cancelled"})
 #: What the answer to each `tasks/*` request is on the creating request's timeline.
