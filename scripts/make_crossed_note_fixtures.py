@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """HAND-WRITTEN captures of a server's log notification around a client's FIN, in tests/fixtures/crossing/
 (see tests/test_crossed_note.py). No SDK peer can be made to hold a segment on cue, so these are written
-segment by segment like `scripts/make_crossing_fixtures.py`'s (whose segments and request they reuse), as a
+segment by segment like `scripts/make_crossing_fixtures.py`'s (whose segments, request and opening they reuse), as a
 capture at the client's end of a slow link would hold them:
 
     .venv/bin/python scripts/make_crossed_note_fixtures.py [--out tests/fixtures/crossing]
@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_crossing_fixtures import ACK, C0, FIN, PSH, S0, SYN, request, segment
+from make_crossing_fixtures import ACK, FIN, PSH, open_sse_exchange, segment
 from synth_capture import Pcapng
 
 REPO = Path(__file__).resolve().parent.parent
@@ -32,15 +32,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def write(out: Path, *, crossed: bool) -> None:
     cap = Pcapng(out)
-    post = request()
-    segment(cap, True, C0, 0, SYN)
-    segment(cap, False, S0, C0 + 1, SYN | ACK)
-    segment(cap, True, C0 + 1, S0 + 1, ACK)
-    segment(cap, True, C0 + 1, S0 + 1, ACK | PSH, post)
-    fin = C0 + 1 + len(post)  # the client's FIN; an acknowledgement of fin + 1 covers it
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n\r\n"
-    segment(cap, False, S0 + 1, fin, ACK | PSH, head)
-    at = S0 + 1 + len(head)
+    fin, at = open_sse_exchange(cap)
     segment(cap, True, fin, at, ACK | FIN)
     note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "exporting"}}
     event = f"event: message\ndata: {json.dumps(note)}\n\n".encode()

@@ -69,20 +69,26 @@ def request() -> bytes:
     return head.encode() + body
 
 
-def write(out: Path, *, tail_first: bool) -> None:
-    cap = Pcapng(out)
+def open_sse_exchange(cap: Pcapng) -> tuple[int, int]:
+    """The handshake, the POST and the `200 text/event-stream` head: the sequence number of the client's FIN
+    to come (an acknowledgement of fin + 1 covers it) and of the server's next byte."""
     post = request()
     segment(cap, True, C0, 0, SYN)
     segment(cap, False, S0, C0 + 1, SYN | ACK)
     segment(cap, True, C0 + 1, S0 + 1, ACK)
     segment(cap, True, C0 + 1, S0 + 1, ACK | PSH, post)
-    fin = C0 + 1 + len(post)  # the client's FIN; an acknowledgement of fin + 1 covers it
+    fin = C0 + 1 + len(post)
     head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n\r\n"
     segment(cap, False, S0 + 1, fin, ACK | PSH, head)
+    return fin, S0 + 1 + len(head)
+
+
+def write(out: Path, *, tail_first: bool) -> None:
+    cap = Pcapng(out)
+    fin, at = open_sse_exchange(cap)
     result = {"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "exported"}]}}
     event = f"event: message\ndata: {json.dumps(result)}\n\n".encode()
     first, second = event[:40], event[40:]
-    at = S0 + 1 + len(head)
     if tail_first:
         segment(cap, False, at + len(first), fin, ACK | PSH, second)  # the head of the event was lost
         segment(cap, True, fin, at, ACK | FIN)
