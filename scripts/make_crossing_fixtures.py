@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""HAND-WRITTEN captures of an SSE result around a client's FIN, in tests/fixtures/crossing/ (see
-tests/test_slow_link.py). No SDK peer can be made to lose a segment on cue, so these are written segment by
-segment with `scripts/synth_capture.py`'s pcapng writer, as a capture at the client's end of a slow link
-would hold them:
+"""HAND-WRITTEN captures of an SSE result or notification around a client's FIN, in tests/fixtures/crossing/
+(see tests/test_slow_link.py and tests/test_crossed_note.py). No SDK peer can be made to lose or hold a
+segment on cue, so these are written segment by segment with `scripts/synth_capture.py`'s pcapng writer, as a
+capture at the client's end of a slow link would hold them:
 
     .venv/bin/python scripts/make_crossing_fixtures.py [--out tests/fixtures/crossing]
 
@@ -15,6 +15,10 @@ Both: a 2026-07-28 Streamable HTTP `tools/call` (id 2) POSTed on one connection 
                                before the close. Then the server's FIN.
   sse-after-fin.pcapng         the nearest miss: the whole event is first sent after the client's FIN,
                                in segments that acknowledge it: a write after the close.
+  note-before-fin.pcapng       no result: the server's next event is a `notifications/message` (a log line,
+                               not progress), captured after the client's FIN but acknowledging only the
+                               POST: the server wrote it before the FIN reached it, so it crossed the close.
+  note-after-fin.pcapng        the nearest miss: the same segment acknowledges the FIN: a write after it.
 
 Over HTTP/2 (h2c with prior knowledge; frames made with the `h2` package, the client as HAND-WRITTEN as
 the rest: no SDK client resets its TCP connection on cue), the same call on stream 1, answered
@@ -103,6 +107,19 @@ def write(out: Path, *, tail_first: bool) -> None:
     cap.close()
 
 
+def write_note(out: Path, *, crossed: bool) -> None:
+    cap = Pcapng(out)
+    fin, at = open_sse_exchange(cap)
+    segment(cap, True, fin, at, ACK | FIN)
+    note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "exporting"}}
+    event = f"event: message\ndata: {json.dumps(note)}\n\n".encode()
+    segment(cap, False, at, fin if crossed else fin + 1, ACK | PSH, event)
+    end = at + len(event)
+    segment(cap, False, end, fin + 1, ACK | FIN)
+    segment(cap, True, fin + 1, end + 1, ACK)
+    cap.close()
+
+
 def h2_exchange() -> tuple[bytes, bytes, bytes]:
     """The client's preface, settings and call on stream 1; the server's settings and response head; the
     server's DATA with the result and the stream's end."""
@@ -153,6 +170,8 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     write(args.out / "sse-tail-before-fin.pcapng", tail_first=True)
     write(args.out / "sse-after-fin.pcapng", tail_first=False)
+    write_note(args.out / "note-before-fin.pcapng", crossed=True)
+    write_note(args.out / "note-after-fin.pcapng", crossed=False)
     write_h2(args.out / "h2-result-after-client-rst.pcapng", client_resets=True)
     write_h2(args.out / "h2-result-after-server-rst.pcapng", client_resets=False)
     return 0

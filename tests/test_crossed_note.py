@@ -43,7 +43,7 @@ def _verdicts(name: str) -> tuple[set[tuple[str, str, str, tuple[str, ...]]], li
 
 @needs_tshark
 def test_a_note_that_crossed_the_fin_is_a_race() -> None:
-    """HAND-WRITTEN (scripts/make_crossed_note_fixtures.py): the log notification (frame 7) is captured after
+    """HAND-WRITTEN (scripts/make_crossing_fixtures.py): the log notification (frame 7) is captured after
     the client's FIN (frame 6) but acknowledges only the POST: written before the close reached the server."""
     findings, outcomes = _verdicts("note-before-fin.pcapng")
     assert findings == set()
