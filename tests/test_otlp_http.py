@@ -10,6 +10,7 @@ from __future__ import annotations
 import http.server
 import json
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,7 +33,7 @@ Reply = tuple[int, dict[str, str], bytes]
 class Receiver:
     """A loopback OTLP/HTTP receiver answering each POST with the next of its REPLIES (the last one again)."""
 
-    def __init__(self, replies: list[Reply]) -> None:
+    def __init__(self, replies: list[Reply], tls: ssl.SSLContext | None = None) -> None:
         self.replies = replies
         self.seen: list[tuple[str, dict[str, str], bytes]] = []
         receiver = self
@@ -52,7 +53,9 @@ class Receiver:
                 pass
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        if tls is not None:  # the handshake runs in the handler's thread, on its first read
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True, do_handshake_on_connect=False)
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def __enter__(self) -> Receiver:
@@ -163,9 +166,11 @@ def test_retries_wait_as_told_within_the_timeout(tmp_path: Path, capsys: pytest.
     waits: list[float] = []
     replies: list[Reply] = [(429, {}, b""), (502, {}, b""), (504, {"Retry-After": "2"}, b""), OK]
     with Receiver(replies) as receiver:
-        sent = otlp_http.send(document, otlp_http.endpoint(receiver.url), timeout=60, sleep=waits.append)
+        sent = otlp_http.send(
+            document, otlp_http.endpoint(receiver.url), timeout=60, sleep=waits.append, jitter=lambda: 0.5
+        )
     assert (sent.spans, sent.requests, sent.rejected) == (4, 1, 0)
-    assert waits == [1.0, 2.0, 2.0]  # backoff 1, 2, then the answer's Retry-After
+    assert waits == [1.0, 2.0, 2.0]  # backoff 1, 2 (the jitter's middle), then the answer's Retry-After
     # a Retry-After past the timeout ends the send at once, without waiting for it
     with (
         Receiver([(503, {"Retry-After": "3600"}, b"busy")]) as receiver,

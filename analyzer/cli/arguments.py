@@ -287,6 +287,24 @@ def _otlp_options(a: argparse.ArgumentParser) -> None:
         choices=tuple(otlp_http.PROTOCOLS),
         help="http/protobuf (default; cancelwire[otlp]) or http/json",
     )
+    a.add_argument(
+        "--otlp-certificate",
+        type=Path,
+        metavar="FILE",
+        help="verify an https --otlp-endpoint with the CA certificates in FILE (PEM) instead of the system's",
+    )
+    a.add_argument(
+        "--otlp-client-certificate",
+        type=Path,
+        metavar="FILE",
+        help="present this client certificate (PEM) to an https --otlp-endpoint (mutual TLS)",
+    )
+    a.add_argument(
+        "--otlp-client-key",
+        type=Path,
+        metavar="FILE",
+        help="the unencrypted private key (PEM) of --otlp-client-certificate, when not in the same file",
+    )
 
 
 def _checked(parse: Callable[[str], T]) -> Callable[[str], T]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -71,17 +72,34 @@ def output_targets(
     return targets
 
 
-def otlp_options(args: argparse.Namespace) -> None:
-    """The --otlp-* options, checked before the audit: a typo or a missing extra does not cost a long run."""
+_OTLP_OPTIONS = ("header", "timeout", "protocol", "certificate", "client_certificate", "client_key")
+_OTLP_TLS = ("certificate", "client_certificate", "client_key")
+
+
+def otlp_options(args: argparse.Namespace) -> ssl.SSLContext | None:
+    """The --otlp-* options, checked before the audit (a typo, a missing extra or a bad certificate does not
+    cost a long run); the TLS settings of an https endpoint given any of the TLS options, else None."""
+    given = [f"--otlp-{name.replace('_', '-')}" for name in _OTLP_OPTIONS if getattr(args, f"otlp_{name}")]
     if args.otlp_endpoint is None:
-        given = [name for name in ("header", "timeout", "protocol") if getattr(args, f"otlp_{name}")]
         if given:
-            raise CancelwireError(f"--otlp-{given[0]} needs --otlp-endpoint URL")
-        return
+            raise CancelwireError(f"{given[0]} needs --otlp-endpoint URL")
+        return None
     otlp_http.check_protocol(args.otlp_protocol or "http/protobuf")
+    tls = [f"--otlp-{name.replace('_', '-')}" for name in _OTLP_TLS if getattr(args, f"otlp_{name}")]
+    if not tls:
+        return None
+    if not args.otlp_endpoint.https:
+        raise CancelwireError(f"{tls[0]} needs an https:// --otlp-endpoint")
+    if args.otlp_client_key and not args.otlp_client_certificate:
+        raise CancelwireError("--otlp-client-key needs --otlp-client-certificate FILE")
+    return otlp_http.tls_context(
+        certificate=args.otlp_certificate,
+        client_certificate=args.otlp_client_certificate,
+        client_key=args.otlp_client_key,
+    )
 
 
-def send_traces(args: argparse.Namespace, document: dict[str, Any]) -> otlp_http.Sent:
+def send_traces(args: argparse.Namespace, document: dict[str, Any], tls: ssl.SSLContext | None) -> otlp_http.Sent:
     """The audit's traces (`otlp.traces`) sent to --otlp-endpoint; `otlp_http.OtlpSendError` when they are not."""
     return otlp_http.send(
         document,
@@ -89,6 +107,7 @@ def send_traces(args: argparse.Namespace, document: dict[str, Any]) -> otlp_http
         protocol=args.otlp_protocol or "http/protobuf",
         headers=tuple(args.otlp_header),
         timeout=args.otlp_timeout or otlp_http.DEFAULT_TIMEOUT,
+        tls=tls,
     )
 
 

@@ -169,7 +169,7 @@ def _audit(args: argparse.Namespace) -> int:
     if args.dataset:
         refuse_folder_in_inputs("--dataset", args.dataset, args.paths)
     audit_run.check_step_summary(targets)
-    audit_run.otlp_options(args)
+    tls = audit_run.otlp_options(args)
     # checked before the audit, so a typo does not cost a long run
     gates = parse_gates({**settings.gates, **dict(map(gate_option, args.gate))}, "--gate")
     known = baseline.read(args.baseline) if args.baseline else None
@@ -211,7 +211,7 @@ def _audit(args: argparse.Namespace) -> int:
                 out.discard()
     _said_after(args, result, written, triage)
     if document is not None:  # after every file is in place: a collector that fails keeps none of them from it
-        sent = audit_run.send_traces(args, document)
+        sent = audit_run.send_traces(args, document, tls)
         rejected = f"; it rejected {sent.rejected}: {sent.said}" if sent.rejected else ""
         where = inert.terminal(args.otlp_endpoint.traces_url)
         _say(f"cancelwire: {where}: sent {sent.spans} span(s) in {sent.requests} request(s){rejected}")

@@ -3,8 +3,10 @@
 Where: URL is a base endpoint, as `OTEL_EXPORTER_OTLP_ENDPOINT` and the Collector's `otlphttp` `endpoint` are
 (OTLP exporter specification, "Endpoint URLs for OTLP/HTTP"): `v1/traces` is appended to its path
 (`http://localhost:4318` -> `http://localhost:4318/v1/traces`, `https://host/otlp/` -> `https://host/otlp/v1/traces`),
-and a URL whose path already ends in `/v1/traces` is used as given. Only `http` and `https` (certificates are
-verified with the system's roots, or `SSL_CERT_FILE`); no proxy is used.
+and a URL whose path already ends in `/v1/traces` is used as given. Only `http` and `https`; no proxy is used.
+An `https` collector's certificate is verified with the system's roots (or `SSL_CERT_FILE`), or with the CA
+certificates of `--otlp-certificate` alone (a private CA, as `OTEL_EXPORTER_OTLP_CERTIFICATE` does), and
+`--otlp-client-certificate`/`--otlp-client-key` present a client certificate (mutual TLS): `tls_context`.
 
 What: `http/protobuf` (the default, what collectors expect): an `ExportTraceServiceRequest` of the official
 `opentelemetry-proto` classes, `Content-Type: application/x-protobuf` (the extra `cancelwire[otlp]`);
@@ -15,7 +17,8 @@ How long: each request, with its retries, is bounded by the timeout (`--otlp-tim
 specification's default): a watchdog shuts the socket when it is spent, so a collector that accepts and never
 answers, or answers a byte at a time, costs no more. The answers 429, 502, 503 and 504 are retried (the
 specification's retryable codes): after the answer's `Retry-After` (seconds or an HTTP date) when it says one,
-else after 1, 2, 4 ... s, never past the timeout (a `Retry-After` beyond it ends the send at once). Any other
+else after 1, 2, 4 ... s, each with a random jitter of up to half either way (so many CI jobs refused at once
+do not come back at once), never past the timeout (a `Retry-After` beyond it ends the send at once). Any other
 answer than 2xx, a refused connection or the timeout ends the send with an `OtlpSendError` naming the URL and
 the status, with the start of the body made inert (a collector's answer is hostile text like any recording's).
 """
@@ -28,17 +31,20 @@ import email.utils
 import http.client
 import json
 import math
+import random
 import socket
 import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import CancelwireError
 from ..support import inert
+from ..support.files import read_regular
 
 DEFAULT_TIMEOUT = 10.0
 """Seconds a request may take with its retries (the OTLP exporter specification's default)."""
@@ -53,6 +59,8 @@ MAX_ATTEMPTS = 5
 """Tries of one request, retries included (each within the timeout)."""
 PROTOCOLS = {"http/protobuf": "application/x-protobuf", "http/json": "application/json"}
 TRACES_PATH = "v1/traces"
+MAX_PEM_BYTES = 1 << 20
+"""The largest certificate or key file read (a CA bundle of a few hundred certificates is far less)."""
 _OWN_HEADERS = frozenset({"content-type", "content-length", "host", "connection", "transfer-encoding"})
 _TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
@@ -88,6 +96,17 @@ class Sent:
     """Spans a collector said it rejected (a partial success)."""
     said: str
     """The collector's message with a partial success, inert; empty when none."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Channel:
+    """How each request goes: where, as what, with which headers and TLS settings, within how long."""
+
+    target: Endpoint
+    protocol: str
+    headers: tuple[tuple[str, str], ...]
+    timeout: float
+    tls: ssl.SSLContext | None
 
 
 def endpoint(url: str) -> Endpoint:
@@ -131,6 +150,49 @@ def check_protocol(protocol: str) -> None:
         _request_class()
 
 
+def tls_context(
+    *, certificate: Path | None = None, client_certificate: Path | None = None, client_key: Path | None = None
+) -> ssl.SSLContext:
+    """The TLS settings of an `https` endpoint: the collector verified with CERTIFICATE's CA certificates (PEM)
+    instead of the system's when given, and CLIENT_CERTIFICATE (with CLIENT_KEY, or a key in the same file)
+    presented when given. Each file is a regular file of at most MAX_PEM_BYTES; CancelwireError naming the file
+    when one cannot be used. An encrypted key is refused, never asked a passphrase for."""
+    context = ssl.create_default_context()
+    if certificate is not None:
+        pem = read_regular(certificate, limit=MAX_PEM_BYTES, what="certificate", error=CancelwireError)
+        try:
+            context = ssl.create_default_context(cadata=pem.decode("ascii"))
+        except (UnicodeDecodeError, ssl.SSLError, ValueError) as exc:
+            raise CancelwireError(
+                f"{certificate}: no CA certificate in it that TLS can use ({_reason(exc)})",
+                "give the collector's CA certificates in PEM (-----BEGIN CERTIFICATE-----)",
+            ) from None
+    if client_certificate is not None:
+        for path in (client_certificate, client_key):
+            if path is not None:
+                read_regular(path, limit=MAX_PEM_BYTES, what="certificate or key", error=CancelwireError)
+        try:
+            context.load_cert_chain(client_certificate, client_key, password=_no_passphrase)
+        except (ssl.SSLError, ValueError) as exc:
+            files = f"{client_certificate}" + (f" and {client_key}" if client_key else "")
+            raise CancelwireError(
+                f"{files}: not a client certificate and its key that TLS can use ({_reason(exc)})",
+                "give the certificate and its unencrypted private key in PEM",
+            ) from None
+    return context
+
+
+def _no_passphrase() -> bytes:
+    raise ValueError("the key is encrypted; cancelwire never asks for a passphrase")
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not PEM text: byte {exc.start} is not ASCII"
+    reason = getattr(exc, "reason", None) or str(exc)
+    return inert.terminal(str(reason)[:SHOWN_CHARS])
+
+
 def send(
     document: dict[str, Any],
     target: Endpoint,
@@ -138,15 +200,20 @@ def send(
     protocol: str = "http/protobuf",
     headers: tuple[tuple[str, str], ...] = (),
     timeout: float = DEFAULT_TIMEOUT,
+    tls: ssl.SSLContext | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    jitter: Callable[[], float] = random.random,
 ) -> Sent:
-    """Every span of DOCUMENT (an OTLP/JSON `TracesData`, `otlp.traces`) POSTed to TARGET, MAX_SPANS at a time."""
+    """Every span of DOCUMENT (an OTLP/JSON `TracesData`, `otlp.traces`) POSTed to TARGET, MAX_SPANS at a time.
+    TLS: the settings of an `https` TARGET (`tls_context`); the system's defaults when None. JITTER gives a
+    number in [0, 1) that spreads each backoff from half to one and a half times its step."""
+    channel = _Channel(target, protocol, headers, timeout, tls)
     encode = _protobuf if protocol == "http/protobuf" else _json
     sent = requests = rejected = 0
     said = ""
     for batch, spans in batches(document, MAX_SPANS):
         try:
-            answer = _deliver(target, encode(batch), protocol, headers, timeout, sleep)
+            answer = _deliver(channel, encode(batch), sleep, jitter)
         except OtlpSendError as exc:
             if sent:
                 raise OtlpSendError(f"{exc.message} (after {sent} span(s) were taken)", exc.hint) from None
@@ -184,19 +251,13 @@ class _Answer:
     retry_after: str | None
 
 
-def _deliver(
-    target: Endpoint,
-    body: bytes,
-    protocol: str,
-    headers: tuple[tuple[str, str], ...],
-    timeout: float,
-    sleep: Callable[[float], None],
-) -> _Answer:
-    """BODY POSTed until a final answer, within TIMEOUT seconds and MAX_ATTEMPTS attempts."""
-    deadline = time.monotonic() + timeout
+def _deliver(channel: _Channel, body: bytes, sleep: Callable[[float], None], jitter: Callable[[], float]) -> _Answer:
+    """BODY POSTed until a final answer, within the channel's timeout and MAX_ATTEMPTS attempts."""
+    target = channel.target
+    deadline = time.monotonic() + channel.timeout
     wait = 1.0
     for attempt in range(1, MAX_ATTEMPTS + 1):
-        answer = _post(target, body, protocol, headers, deadline, timeout)
+        answer = _post(channel, body, deadline)
         if 200 <= answer.status < 300:
             return answer
         if answer.status not in RETRYABLE:
@@ -204,7 +265,7 @@ def _deliver(
         if attempt == MAX_ATTEMPTS:
             raise _refused(target, answer, f"{attempt} times")
         said = _retry_after(answer.retry_after)
-        pause = wait if said is None else said
+        pause = wait * (0.5 + jitter()) if said is None else said
         if pause >= deadline - time.monotonic():
             raise _refused(target, answer, f"{attempt} time(s); the next try was due in {pause:g} s, past the timeout")
         sleep(pause)
@@ -212,13 +273,13 @@ def _deliver(
     raise AssertionError("unreachable: the last attempt returns or raises")
 
 
-def _post(
-    target: Endpoint, body: bytes, protocol: str, headers: tuple[tuple[str, str], ...], deadline: float, timeout: float
-) -> _Answer:
+def _post(channel: _Channel, body: bytes, deadline: float) -> _Answer:
+    target, protocol, headers, timeout = channel.target, channel.protocol, channel.headers, channel.timeout
     left = max(deadline - time.monotonic(), 0.001)
     if target.https:
+        context = channel.tls or ssl.create_default_context()
         conn: http.client.HTTPConnection = http.client.HTTPSConnection(
-            target.host, target.port, timeout=left, context=ssl.create_default_context()
+            target.host, target.port, timeout=left, context=context
         )
     else:
         conn = http.client.HTTPConnection(target.host, target.port, timeout=left)
@@ -231,15 +292,23 @@ def _post(
         response = conn.getresponse()
         data = response.read(MAX_ANSWER_BYTES)
         return _Answer(response.status, response.reason or "", data, response.getheader("Retry-After"))
+    except ssl.SSLCertVerificationError as exc:
+        raise OtlpSendError(
+            f"{target.traces_url}: the collector's certificate was refused: {inert.terminal(str(exc))}",
+            "is it signed by a CA this machine trusts? --otlp-certificate FILE names a private CA",
+        ) from None
     except (OSError, http.client.HTTPException) as exc:
         if fired.is_set() or isinstance(exc, TimeoutError):
             raise OtlpSendError(
                 f"{target.traces_url}: no answer within the {timeout:g} s timeout",
                 "is a collector listening there? --otlp-timeout SECONDS waits longer",
             ) from None
+        wants_client = isinstance(exc, ssl.SSLError) and exc.reason == "TLSV13_ALERT_CERTIFICATE_REQUIRED"
         raise OtlpSendError(
             f"{target.traces_url}: cannot send the traces: {inert.terminal(str(exc) or type(exc).__name__)}",
-            "is a collector listening there (OTLP/HTTP, port 4318 by default)?",
+            "the collector wants a client certificate: --otlp-client-certificate FILE"
+            if wants_client
+            else "is a collector listening there (OTLP/HTTP, port 4318 by default)?",
         ) from None
     finally:
         watchdog.cancel()
