@@ -106,9 +106,19 @@ class Engine:
         return level
 
     def on_session(self, session: Session) -> None:
-        """Name the rules a session's revision puts out of scope, so the report can say so."""
+        """Name the rules a session's revision puts out of scope, so the report can say so; and unname the
+        rules its recording was blind to that no session over its transport (when the recording says it) can
+        raise: over stdio, a blindness to HTTP streams is no news."""
         for rule in self.rules:
             self._level(rule, session.revision, session.transport, session.key)
+            skip = self.skips.get((rule.id, session.key))
+            if (
+                skip is not None
+                and skip.kind is SkipKind.UNRECORDED
+                and not session.transport_assumed
+                and not rule.applies_over(session.transport)
+            ):
+                del self.skips[(rule.id, session.key)]
 
     # -- anomalies -----------------------------------------------------------------------------
 

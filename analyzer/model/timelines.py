@@ -170,3 +170,5 @@ class Session:
     that two inputs hold the same session (`same_session`); not in the report."""
     session_id: str | None = None
     """The id the transport gave the session (`SessionStart.session_id`); None when none was recorded."""
+    transport_assumed: bool = False
+    """The recording does not say the transport: `transport` is the reader's guess (`SessionStart`)."""

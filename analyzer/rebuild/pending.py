@@ -473,4 +473,5 @@ class SessionState:
             requests=self.requests,
             messages=self.messages,
             session_id=start.session_id,
+            transport_assumed=start.transport_assumed,
         )
