@@ -43,7 +43,7 @@ def test_chrome_har_of_a_web_client_that_cancels_and_aborts() -> None:
     findings = [(f["rule_id"], f["severity"], f["certainty"], f["request_id"]) for f in report["findings"]]
     assert findings == [("CW928", "warning", "exact", 3)]
     assert report["findings"][0]["message"] == (
-        "a response body is missing from the HAR: entry 5: 640 bytes of the response came before the client "
+        "a response body is missing from the recording: entry 5: 640 bytes of the response came before the client "
         "aborted the fetch; the HAR keeps none"
     )
     cancels = [(c["request_id"], c["tool"], c["mechanism"], c["outcome"]) for c in report["cancellations"]]
