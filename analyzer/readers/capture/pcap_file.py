@@ -51,6 +51,8 @@ class Interface:
     linktype: int
     per_second: int
     """Timestamp units per second (`if_tsresol`)."""
+    unit: int
+    """Nanoseconds per unit when whole, else 0 (finer than a nanosecond, or a power of 2 above 2**9)."""
     offset: int = 0
     """Nanoseconds added to every timestamp (`if_tsoffset`, in seconds)."""
 
@@ -143,6 +145,7 @@ class _Section:
         self.order = "<"
         self.interfaces: list[Interface] = []
         self.next_section = False
+        self.epb = self.pb = struct.Struct("")
 
     def _stop(self, detail: str, *, cut: bool) -> bool:
         self.damage.append(Damage(self.number, detail, cut))
@@ -163,6 +166,7 @@ class _Section:
         if self._body(SHB, struct.unpack(self.order + "I", rest[:4])[0], 12) < 0:
             return False
         self.interfaces = []
+        self.epb, self.pb = struct.Struct(self.order + "IIIII"), struct.Struct(self.order + "HHIIII")
         return True
 
     def _body(self, kind: int, length: int, done: int) -> int:
@@ -184,18 +188,26 @@ class _Section:
 
     def blocks(self) -> Iterator[Packet]:
         """The packets of the section; stops at the next section (`next_section`), the end or damage."""
-        src, unpack = self.src, struct.Struct(self.order + "II").unpack_from
+        src, head, tail = (
+            self.src,
+            struct.Struct(self.order + "II").unpack_from,
+            struct.Struct(self.order + "I").unpack_from,
+        )
         self.next_section = False
         while (left := src.ahead(8)) >= 8:
-            at = src.at
-            kind, length = unpack(src.buf, at)
+            buf, at = src.buf, src.at
+            kind, length = head(buf, at)
             if kind == SHB:  # its magic reads the same in either byte order
                 src.at = at + 4
                 self.next_section = True
                 return
-            src.at = at + 8
-            if (at := self._body(kind, length, 8)) < 0:
-                return
+            end = at + length
+            if 12 <= length <= MAX_BLOCK and not length % 4 and end <= len(buf) and tail(buf, end - 4)[0] == length:
+                src.at, at = end, at + 8  # a sound block already in the buffer: the usual case
+            else:
+                src.at = at + 8
+                if (at := self._body(kind, length, 8)) < 0:  # read on, or name the damage
+                    return
             if kind in (EPB, PB, SPB):
                 packet = self._packet(kind, src.buf, at, at + length - 12)
                 if packet is None:
@@ -211,7 +223,7 @@ class _Section:
         if len(body) < 8:
             return self._stop("an interface description block is too short", cut=False)
         linktype = struct.unpack(self.order + "H", body[:2])[0]
-        iface = Interface(linktype, 1_000_000)
+        iface = Interface(linktype, 1_000_000, 1000)
         for code, value in self._options(body[8:]):
             if code == OPT_TSRESOL and value:
                 v = value[0]
@@ -219,6 +231,7 @@ class _Section:
                 if exp > (63 if v & 0x80 else 19):
                     return self._stop(f"an interface has a timestamp resolution that cannot be ({v:#x})", cut=False)
                 iface.per_second = 2**exp if v & 0x80 else 10**exp
+                iface.unit = 0 if 1_000_000_000 % iface.per_second else 1_000_000_000 // iface.per_second
             elif code == OPT_TSOFFSET and len(value) == 8:
                 iface.offset = struct.unpack(self.order + "q", value)[0] * 1_000_000_000
         self.interfaces.append(iface)
@@ -245,9 +258,9 @@ class _Section:
             if end - at < 20:
                 return self._stopped("a packet block is too short")
             if kind == EPB:
-                iface_id, high, low, caplen, origlen = struct.unpack_from(order + "IIIII", buf, at)
+                iface_id, high, low, caplen, origlen = self.epb.unpack_from(buf, at)
             else:
-                iface_id, _, high, low, caplen, origlen = struct.unpack_from(order + "HHIIII", buf, at)
+                iface_id, _, high, low, caplen, origlen = self.pb.unpack_from(buf, at)
             if caplen > end - at - 20 or caplen > MAX_PACKET:
                 return self._stopped(f"a packet block claims {caplen} captured bytes in a block of {end - at + 12}")
             units, data = (high << 32) | low, buf[at + 20 : at + 20 + caplen]
@@ -255,8 +268,12 @@ class _Section:
             return self._stopped(f"a packet names interface {iface_id}, which no interface block described")
         iface = self.interfaces[iface_id]
         if units < 0:
-            return iface.linktype, 0, data, origlen
-        return iface.linktype, units * 1_000_000_000 // iface.per_second + iface.offset, data, origlen
+            ns = 0
+        elif iface.unit:
+            ns = units * iface.unit + iface.offset
+        else:
+            ns = units * 1_000_000_000 // iface.per_second + iface.offset
+        return iface.linktype, ns, data, origlen
 
     def _stopped(self, detail: str) -> Packet | None:
         """Damage inside a packet block: None, as `_packet` gives when it has no packet."""
