@@ -30,6 +30,7 @@ from cancelwire.errors import InputError
 from cancelwire.model import Anomaly, AnomalyName, Event
 from cancelwire.readers import InputSource, ReadOptions
 from cancelwire.readers.base import CaptureReaderChoice
+from cancelwire.readers.capture import pcap_file
 from cancelwire.readers.capture import reader as capture_reader
 from cancelwire.readers.capture.direct import DirectFrames, linktypes_known
 from cancelwire.readers.capture.frames import Frame, ReadProblem
@@ -236,6 +237,23 @@ def test_pcap_in_both_byte_orders_and_resolutions(order: str, nano: bool, tmp_pa
     assert (
         isinstance(ours[0], Frame) and ours[0].ts == (1_733_300_000 * 10**9 + (frac if nano else frac * 1000)) / 10**9
     )
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1000])
+def test_the_read_buffers_size_changes_nothing(chunk: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file is read `CHUNK` bytes at a time (1 MB): blocks and records that straddle a refill, in two
+    pcapng sections of either byte order, a pcap file and every damaged file, read as in one piece."""
+    files = {
+        "links.pcapng": _every_link("<") + _every_link(">"),
+        "c.pcap": sp.pcap([(1_733_300_000, n, p) for n, p in enumerate(_conversation(40000))], linktype=sp.RAW),
+    } | {f"damage-{n}.pcapng": data for n, (data, _, _) in enumerate(DAMAGE.values())}
+    whole = {}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+        whole[name] = _direct(tmp_path / name)
+    monkeypatch.setattr(pcap_file, "CHUNK", chunk)
+    for name in files:
+        assert _direct(tmp_path / name) == whole[name], name
 
 
 @NEEDS_TSHARK

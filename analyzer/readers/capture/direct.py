@@ -26,7 +26,7 @@ from ...errors import InputError
 from ...model import AnomalyName
 from ...model.timestamps import EARLIEST, LATEST
 from .frames import Frame, ReadProblem
-from .packets import KNOWN_LINKTYPES, NoSegment, decode
+from .packets import KNOWN_LINKTYPES, NoSegment, Segment, decode
 from .pcap_file import EPB, IDB, MAX_BLOCK, PB, PCAP_MAGICS, PCAPNG_MAGIC, SPB, Damage, packets
 
 SYN_ONLY, SYN, ACK = 0x02, 0x02, 0x10
@@ -37,14 +37,16 @@ MAX_LEADING_BLOCKS = 64
 
 
 class _Conversation:
-    """One tcp.stream: its number, and per direction the first sequence number and the window scale."""
+    """One tcp.stream: its number, and per direction (0: from the lower address and port of `key`, 1: from
+    the higher) the first sequence number and the window scale."""
 
     __slots__ = ("base", "scale", "stream")
 
     def __init__(self, stream: int) -> None:
         self.stream = stream
-        self.base: dict[tuple[str, int], int] = {}
-        self.scale: dict[tuple[str, int], int] = {}
+        self.base = [-1, -1]
+        """-1 before the direction's first segment."""
+        self.scale = [-1, -1]
         """-1 unknown (no SYN seen), -2 not scaled (a SYN without the option), else the shift."""
 
 
@@ -54,7 +56,8 @@ class DirectFrames:
     def __init__(self, path: Path, name: str) -> None:
         self.path = path
         self.name = name
-        self.conversations: dict[tuple[tuple[str, int], tuple[str, int]], _Conversation] = {}
+        self.conversations: dict[tuple[str, int, str, int], _Conversation] = {}
+        """(lower address, its port, higher address, its port) -> the conversation's latest stream."""
         self.streams = 0
         self.fragments: list[int] = [0]
         """[count, first frames...]"""
@@ -67,13 +70,13 @@ class DirectFrames:
 
     def frames(self) -> Iterator[Frame | int]:
         """Every frame: a `Frame` for a TCP segment, the frame's number for any other packet."""
-        with self.path.open("rb", buffering=1 << 20) as f:
+        with self.path.open("rb") as f:
             number = 0
-            for linktype, sec, ns, data, reported in packets(f, self.damage):
+            for linktype, ns, data, reported in packets(f, self.damage):
                 number += 1
                 seg = decode(linktype, data, max(reported, len(data)))
                 if type(seg) is tuple:
-                    yield self._frame(number, sec, ns, seg)
+                    yield self._frame(number, ns, seg)
                     continue
                 if seg is NoSegment.FRAGMENT:
                     self._note_fragment(number)
@@ -85,22 +88,21 @@ class DirectFrames:
                 yield number
             self.count = number
 
-    def _frame(self, number: int, sec: int, ns: int, seg: tuple) -> Frame:  # type: ignore[type-arg]
+    def _frame(self, number: int, ns: int, seg: Segment) -> Frame:
         src, dst, sport, dport, seq, ack, flags, window, payload, length, scale = seg
-        here, there = (src, sport), (dst, dport)
-        key = (here, there) if here <= there else (there, here)
+        side = 0 if src < dst or (src == dst and sport <= dport) else 1
+        key = (src, sport, dst, dport) if side == 0 else (dst, dport, src, sport)
         conv = self.conversations.get(key)
-        if conv is None or (flags & 0x12 == SYN_ONLY and conv.base.get(here, seq) != seq):
+        if conv is None or (flags & 0x12 == SYN_ONLY and conv.base[side] not in (-1, seq)):
             conv = self.conversations[key] = _Conversation(self.streams)
             self.streams += 1
-        conv.base.setdefault(here, seq)
+        if conv.base[side] == -1:
+            conv.base[side] = seq
         if flags & SYN:
-            window = self._syn_scale(conv, here, there, flags, scale, window)
-        else:
-            shift = conv.scale.get(here, -1)
-            if shift >= 0:
-                window <<= shift
-        ts = (sec * 1_000_000_000 + ns) / 1_000_000_000
+            _syn_scale(conv.scale, side, side if key[:2] == key[2:] else 1 - side, flags, scale)
+        elif (shift := conv.scale[side]) >= 0:
+            window <<= shift
+        ts = ns / 1_000_000_000
         plausible = EARLIEST <= ts < LATEST
         return Frame(
             number,
@@ -117,20 +119,8 @@ class DirectFrames:
             payload,
             length,
             (),
-            "" if plausible else f"{sec}.{ns:09d}",
+            "" if plausible else "{}.{:09d}".format(*divmod(ns, 1_000_000_000)),
         )
-
-    @staticmethod
-    def _syn_scale(
-        conv: _Conversation, here: tuple[str, int], there: tuple[str, int], flags: int, shift: int, window: int
-    ) -> int:
-        """A SYN's window is never scaled; it says the sender's shift. Once the SYN/ACK is seen, scaling is
-        on only when both sides offered it (RFC 7323 2.2)."""
-        if shift >= 0:
-            conv.scale[here] = shift
-        if flags & ACK and (conv.scale.get(here, -1) == -1 or conv.scale.get(there, -1) == -1):
-            conv.scale[here] = conv.scale[there] = -2
-        return window
 
     def _note_fragment(self, number: int) -> None:
         self.fragments[0] += 1
@@ -185,6 +175,16 @@ class DirectFrames:
             )
             out.append(ReadProblem(AnomalyName.CAPTURE_TRUNCATED, detail, None))
         return out
+
+
+def _syn_scale(scale: list[int], side: int, other: int, flags: int, shift: int) -> None:
+    """A SYN's window is never scaled; it says the sender's shift. Once the SYN/ACK is seen, scaling is on
+    only when both sides offered it (RFC 7323 2.2). OTHER is the peer's side (SIDE itself when a socket
+    talks to itself)."""
+    if shift >= 0:
+        scale[side] = shift
+    if flags & ACK and (scale[side] == -1 or scale[other] == -1):
+        scale[side] = scale[other] = -2
 
 
 def linktypes_known(path: Path) -> bool:
