@@ -59,6 +59,7 @@ REQUESTS = {
     "connect, lower case": b"connect x:443 HTTP/1.1\r\nHost: x:443\r\n\r\n",
     "head": b"HEAD /mcp HTTP/1.1\r\nHost: x\r\n\r\n",
     "http/1.0": post(CL, line=b"POST /mcp HTTP/1.0"),
+    "http/1.0, host": post(HOST, CL, line=b"POST /mcp HTTP/1.0"),
     "http/2.0": post(HOST, CL, line=b"POST /mcp HTTP/2.0"),
     "no host": post(CL),
     "two hosts": post(HOST, HOST, CL),
