@@ -24,11 +24,10 @@ MAX_HEAD = 16 * 1024
 """h11's `max_incomplete_event_size`: a head that is not complete by then is h11's error to report."""
 
 _TOKEN = r"[-!#$%&'*+.^_`|~0-9a-zA-Z]+"
-_VALUE = r"[\x21-\x7e]+(?:[ \t]+[\x21-\x7e]+)*"
+_VALUE = r"[\x21-\x7e]++(?:[ \t]++[\x21-\x7e]++)*+"  # possessive, no backtracking: no run can start what follows it
 _REQUEST_LINE = re.compile(rf"({_TOKEN}) ([\x21-\x7e]+) HTTP/1\.1")
 _STATUS_LINE = re.compile(r"HTTP/1\.1 ([0-9]{3})(?: ([ \t\x21-\x7e]*))?")
-_FIELDS = re.compile(rf"(?:{_TOKEN}:[ \t]*(?:{_VALUE})?[ \t]*\r\n)*")
-_FIELD = re.compile(rf"({_TOKEN}):[ \t]*((?:{_VALUE})?)[ \t]*\r\n")
+_FIELDS = re.compile(rf"(?:{_TOKEN}:[ \t]*+(?:{_VALUE})?[ \t]*+\r\n)*+")
 _LENGTH = re.compile(r"[0-9]{1,20}")
 
 
@@ -112,10 +111,13 @@ def _fields(block: str) -> tuple[tuple[str, str], ...] | None:
     """The header fields of a head (lower-case names), or None when one is not plain."""
     if not block:
         return ()
-    block += "\r\n"
-    if _FIELDS.fullmatch(block) is None:
+    if _FIELDS.fullmatch(block + "\r\n") is None:
         return None
-    return tuple((name.lower(), value) for name, value in _FIELD.findall(block))
+    fields = []
+    for line in block.split("\r\n"):  # a name has no colon, a value no OWS at either end but that one
+        name, _, value = line.partition(":")
+        fields.append((name.lower(), value.strip(" \t")))
+    return tuple(fields)
 
 
 def _framing(headers: tuple[tuple[str, str], ...]) -> int | Literal[Next.H11] | None:
