@@ -4,8 +4,10 @@ The caller (`capture_http`) feeds the client→server bytes and the server→cli
 (`tcp` puts segments back in sequence), and gets back what each feed completed: request heads,
 finished request bodies, response heads, response body pieces and response ends. No I/O, no tshark.
 
-How h11 is used. h11 is a protocol *participant*, not a passive parser, so each message gets a fresh
-`h11.Connection`:
+Plain heads and bodies (`http1_head`, `http1_body`: one Host, one Content-Length or chunked, no
+1xx, no HEAD, ...) are read without h11; any other message goes to h11 from its first byte, which
+gives the same events (`plain=False` is h11 alone, the tests' reference). h11 is a protocol
+*participant*, not a passive parser, so each message it reads gets a fresh `h11.Connection`:
 
 * requests: a server-role connection parses one request; after its `EndOfMessage` the bytes h11 has
   not consumed (`trailing_data`) start the next server-role connection (keep-alive, pipelining);
