@@ -4,8 +4,10 @@ The caller (`capture_http`) feeds the client→server bytes and the server→cli
 (`tcp` puts segments back in sequence), and gets back what each feed completed: request heads,
 finished request bodies, response heads, response body pieces and response ends. No I/O, no tshark.
 
-How h11 is used. h11 is a protocol *participant*, not a passive parser, so each message gets a fresh
-`h11.Connection`:
+Plain heads and bodies (`http1_head`, `http1_body`: one Host, one Content-Length or chunked, no
+1xx, no HEAD, ...) are read without h11; any other message goes to h11 from its first byte, which
+gives the same events (`plain=False` is h11 alone, the tests' reference). h11 is a protocol
+*participant*, not a passive parser, so each message it reads gets a fresh `h11.Connection`:
 
 * requests: a server-role connection parses one request; after its `EndOfMessage` the bytes h11 has
   not consumed (`trailing_data`) start the next server-role connection (keep-alive, pipelining);
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 import h11
 
 from .http1_body import BodyOutcome, PlainBody, chunked_parser, plain_framing
+from .http1_head import Next, read_request, read_response
 
 MAX_BODY_BYTES = 16 << 20
 MAX_UNMATCHED_BYTES = 64 << 10
@@ -100,7 +103,19 @@ HttpEvent = RequestHead | RequestEnd | ResponseHead | ResponseData | ResponseEnd
 @dataclass(slots=True)
 class _AwaitingResponse:
     exchange: int
-    request: h11.Request
+    head: RequestHead
+    plain: bool
+    """The head was read without h11 (`http1_head`): its response head can be too."""
+    event: h11.Request | None = None
+    """h11's request, made from `head` only when a response needs h11 (`request`)."""
+
+    def request(self) -> h11.Request:
+        if self.event is None:
+            head = self.head
+            self.event = h11.Request(
+                method=head.method, target=head.target, headers=list(head.headers), http_version=head.http_version
+            )
+        return self.event
 
 
 @dataclass(slots=True)
@@ -118,7 +133,14 @@ class Http1Connection:
     client_closed: bool = False
     server_closed: bool = False
     """That side's end of stream (FIN) was fed: h11 must get no byte after it."""
-    _req: h11.Connection = field(default_factory=lambda: h11.Connection(h11.SERVER))
+    plain: bool = True
+    """Read plain heads and bodies without h11 (`http1_head`, `http1_body`); False: h11 alone, the
+    reference the tests compare with."""
+    _req: h11.Connection | None = None
+    """h11 reading the current request; None between plain requests and in a plain request's body."""
+    _req_buf: bytearray = field(default_factory=bytearray)
+    """Client bytes not read yet while `_req` is None."""
+    _req_plain: PlainBody | None = None
     _req_exchange: int | None = None
     _req_body: bytearray = field(default_factory=bytearray)
     _req_size: int = 0
@@ -126,8 +148,9 @@ class Http1Connection:
     """Requests whose response has not ended, oldest first."""
     _resp: h11.Connection | None = None
     _body: PlainBody | None = None
-    """The response body being read without h11 (`http1_body`); `_resp` stays set meanwhile."""
+    """The response body being read without h11 (`http1_body`); `_resp` is None meanwhile."""
     _unmatched: bytearray = field(default_factory=bytearray)
+    """Server bytes with no request to answer, or before a plain response head is complete."""
 
     # -- public API --------------------------------------------------------------------------------
 
@@ -137,6 +160,7 @@ class Http1Connection:
         return not (
             self._waiting
             or self._resp is not None
+            or self._body is not None
             or self._req_exchange is not None
             or self._unmatched
             or self.client_broken
@@ -144,7 +168,8 @@ class Http1Connection:
             or self.upgraded
             or self.client_closed
             or self.server_closed
-            or self._req.trailing_data[0]
+            or self._req_buf
+            or (self._req is not None and self._req.trailing_data[0])
         )
 
     def open_exchanges(self) -> list[int]:
@@ -158,7 +183,10 @@ class Http1Connection:
             self.client_broken = True
             return [ParseError(True, f"{len(data)} client bytes after the client's FIN", self._req_exchange)]
         out: list[HttpEvent] = []
-        self._req.receive_data(data)
+        if self._req is not None:
+            self._req.receive_data(data)
+        else:
+            self._req_buf += data
         self._pump_requests(out)
         return out
 
@@ -169,15 +197,17 @@ class Http1Connection:
             self.server_broken = True
             return [ParseError(False, f"{len(data)} server bytes after the server's FIN")]
         out: list[HttpEvent] = []
+        if self._body is not None:
+            self._feed_body(data, out)
+            return out
         if self._resp is None:
             self._unmatched += data
-            if len(self._unmatched) > MAX_UNMATCHED_BYTES:
+            if self._waiting:
+                self._plain_response(out)
+            elif len(self._unmatched) > MAX_UNMATCHED_BYTES:
                 self.server_broken = True
                 self._unmatched.clear()
                 out.append(ParseError(False, f"more than {MAX_UNMATCHED_BYTES} server bytes with no request"))
-            return out
-        if self._body is not None:
-            self._feed_body(data, out)
             return out
         self._resp.receive_data(data)
         self._pump_responses(out)
@@ -189,6 +219,16 @@ class Http1Connection:
             return []
         self.client_closed = True
         out: list[HttpEvent] = []
+        if self._req_plain is not None:  # the body was not finished: cut
+            self.client_broken = True
+            out.append(ParseError(True, f"bad request: {self._req_plain.eof_error()}", self._req_exchange))
+            return out
+        if self._req is None:  # h11 reads what is held, and the end (nothing, when nothing is held)
+            if not self._req_buf:
+                return out
+            self._req = h11.Connection(h11.SERVER)
+            self._req.receive_data(bytes(self._req_buf))
+            self._req_buf.clear()
         self._req.receive_data(b"")
         self._pump_requests(out)
         return out
@@ -198,60 +238,111 @@ class Http1Connection:
         if self.server_broken or self.upgraded or self.server_closed:
             return []
         self.server_closed = True
-        if self._resp is None:
+        if not self._waiting:
             return []
         out: list[HttpEvent] = []
         if self._body is not None:  # the body was not finished: cut
             out.append(ResponseEnd(self._waiting[0].exchange, complete=False, detail=self._body.eof_error()))
             self._waiting.popleft()
-            self._resp = self._body = None
+            self._body = None
             return out
-        resp = self._resp
-        resp.receive_data(b"")
-        self._pump_responses(out, closing=True)
+        if self._resp is None:  # h11 reads what is held, and the end
+            self._h11_response(out)
+        if self._resp is not None:
+            self._resp.receive_data(b"")
+            self._pump_responses(out, closing=True)
         return out
 
     # -- internals ---------------------------------------------------------------------------------
 
     def _pump_requests(self, out: list[HttpEvent]) -> None:
-        while True:
-            try:
-                event = self._req.next_event()
-            except h11.RemoteProtocolError as exc:
-                self.client_broken = True
-                out.append(ParseError(True, f"bad request: {exc}", self._req_exchange))
-                return
-            if isinstance(event, h11.Request) and not event.http_version.startswith(b"1."):
-                self.client_broken = True
-                version = _text(event.http_version)
-                why = "HTTP/2 is read only on a connection that starts with its preface"
-                out.append(ParseError(True, f"HTTP/{version} is not HTTP/1.x ({why})"))
-                return
-            if isinstance(event, h11.Request):
-                self._request_head(event, out)
-            elif isinstance(event, h11.Data):
-                self._req_size += len(event.data)
-                room = MAX_BODY_BYTES - len(self._req_body)
-                if room > 0:
-                    self._req_body += event.data[:room]
-            elif isinstance(event, h11.EndOfMessage):
-                self._request_end(out)
-            else:  # NEED_DATA, PAUSED, ConnectionClosed
-                return
+        while not self.client_broken and (
+            self._h11_request(out) if self._req is not None else self._plain_request(out)
+        ):
+            pass
 
-    def _request_head(self, event: h11.Request, out: list[HttpEvent]) -> None:
-        exchange = self.exchanges
+    def _plain_request(self, out: list[HttpEvent]) -> bool:
+        """One step on `_req_buf` without h11: a plain head, or its body's bytes; or hand the request to
+        h11. False when more bytes are needed."""
+        if self._req_plain is not None:
+            if not self._req_buf:
+                return False
+            fed = self._req_plain.feed(bytes(self._req_buf))
+            self._req_buf.clear()
+            for piece in fed.pieces:
+                self._request_bytes(piece)
+            if fed.outcome is BodyOutcome.MORE:
+                return False
+            self._req_plain = None
+            self._req_buf += fed.rest
+            self._request_end(out)
+            return True
+        if self.plain and not self._req_buf:
+            return False
+        head = read_request(self._req_buf) if self.plain else Next.H11
+        if head is Next.WAIT:
+            return False
+        if head is Next.H11:
+            self._req = h11.Connection(h11.SERVER)
+            if self._req_buf:  # receive_data(b"") would mean EOF
+                self._req.receive_data(bytes(self._req_buf))
+                self._req_buf.clear()
+            return True
+        del self._req_buf[: head.size]
+        method, target = head.fields
+        self._request_head(RequestHead(self.exchanges, method, target, head.headers, "1.1"), None, out)
+        if head.length:
+            self._req_plain = PlainBody(head.length)
+        else:
+            self._request_end(out)
+        return True
+
+    def _h11_request(self, out: list[HttpEvent]) -> bool:
+        """One h11 event of the request: False when h11 needs more bytes or the request side broke."""
+        assert self._req is not None
+        try:
+            event = self._req.next_event()
+        except h11.RemoteProtocolError as exc:
+            self.client_broken = True
+            out.append(ParseError(True, f"bad request: {exc}", self._req_exchange))
+            return False
+        if isinstance(event, h11.Request) and not event.http_version.startswith(b"1."):
+            self.client_broken = True
+            version = _text(event.http_version)
+            why = "HTTP/2 is read only on a connection that starts with its preface"
+            out.append(ParseError(True, f"HTTP/{version} is not HTTP/1.x ({why})"))
+            return False
+        if isinstance(event, h11.Request):
+            method, target, version = _text(event.method), _text(event.target), _text(event.http_version)
+            self._request_head(
+                RequestHead(self.exchanges, method, target, _headers(event.headers), version), event, out
+            )
+        elif isinstance(event, h11.Data):
+            self._request_bytes(event.data)
+        elif isinstance(event, h11.EndOfMessage):
+            self._request_end(out)
+        else:  # NEED_DATA, PAUSED, ConnectionClosed
+            return False
+        return True
+
+    def _request_bytes(self, data: bytes) -> None:
+        self._req_size += len(data)
+        room = MAX_BODY_BYTES - len(self._req_body)
+        if room > 0:
+            self._req_body += data[:room]
+
+    def _request_head(self, head: RequestHead, event: h11.Request | None, out: list[HttpEvent]) -> None:
+        """A request head (`event` is h11's, None when read plain): the exchange starts."""
         self.exchanges += 1
-        self._req_exchange = exchange
+        self._req_exchange = head.exchange
         self._req_body.clear()
         self._req_size = 0
-        method, target, version = _text(event.method), _text(event.target), _text(event.http_version)
-        out.append(RequestHead(exchange, method, target, _headers(event.headers), version))
-        self._waiting.append(_AwaitingResponse(exchange, event))
-        if event.method.upper() == b"CONNECT":
+        out.append(head)
+        self._waiting.append(_AwaitingResponse(head.exchange, head, plain=event is None, event=event))
+        if head.method.upper() == "CONNECT":
             self.upgraded = True
-        if self._resp is None:
-            self._start_response(out)
+        if self._resp is None and self._body is None and (len(self._waiting) == 1 or not self._waiting[0].plain):
+            self._start_response(out)  # (with an older plain request waiting, its response head is under way)
 
     def _request_end(self, out: list[HttpEvent]) -> None:
         """A request ended: the bytes h11 has not consumed start the next request (keep-alive)."""
@@ -259,22 +350,53 @@ class Http1Connection:
         out.append(RequestEnd(exchange, bytes(self._req_body), self._req_size > MAX_BODY_BYTES, self._req_size))
         self._req_body.clear()
         self._req_exchange = None
+        if self._req is None:
+            return
         rest, closed = self._req.trailing_data
+        if not closed:  # back to plain reading
+            self._req = None
+            self._req_buf += rest
+            return
         self._req = h11.Connection(h11.SERVER)
         if rest:  # receive_data(b"") would mean EOF
             self._req.receive_data(rest)
-        if closed:
-            self._req.receive_data(b"")
+        self._req.receive_data(b"")
 
     def _start_response(self, out: list[HttpEvent]) -> None:
-        """Make the response parser for the oldest waiting request and give it any held bytes."""
+        """The oldest waiting request's response starts: its head is read plain from the held bytes
+        when its request's was (and the server has not closed), else by h11."""
+        self._resp = None
         if not self._waiting:
-            self._resp = None
             return
+        if self._waiting[0].plain and not self.server_closed:
+            self._plain_response(out)
+        else:
+            self._h11_response(out)
+
+    def _plain_response(self, out: list[HttpEvent]) -> None:
+        """Read the held server bytes as a plain response head and its body, or give them to h11."""
+        pending = self._waiting[0]
+        if not self._unmatched:
+            return
+        head = read_response(self._unmatched) if pending.head.method != "HEAD" else Next.H11
+        if head is Next.WAIT:
+            return
+        if head is Next.H11:
+            self._h11_response(out)
+            return
+        status, reason = head.fields
+        out.append(ResponseHead(pending.exchange, int(status), reason, head.headers))
+        rest = bytes(self._unmatched[head.size :])
+        self._unmatched.clear()
+        self._body = PlainBody(head.length)
+        self._feed_body(rest, out)
+
+    def _h11_response(self, out: list[HttpEvent]) -> None:
+        """Make h11's response parser for the oldest waiting request and give it any held bytes."""
         pending = self._waiting[0]
         conn = h11.Connection(h11.CLIENT)
         try:
-            conn.send(pending.request)
+            conn.send(pending.request())
         except h11.LocalProtocolError as exc:  # a request h11 parsed but will not send (rare)
             self.server_broken = True
             out.append(ParseError(False, f"cannot follow the response to this request: {exc}", pending.exchange))
@@ -287,7 +409,7 @@ class Http1Connection:
             self._pump_responses(out)
 
     def _pump_responses(self, out: list[HttpEvent], closing: bool = False) -> None:
-        while self._resp is not None:
+        while self._resp is not None and not self.server_broken:
             exchange = self._waiting[0].exchange
             try:
                 event = self._resp.next_event()
@@ -303,7 +425,7 @@ class Http1Connection:
             if isinstance(event, h11.InformationalResponse):
                 if event.status_code == 101:
                     self.upgraded = True
-                    self.switched = (_headers(self._waiting[0].request.headers), bytes(self._resp.trailing_data[0]))
+                    self.switched = (self._waiting[0].head.headers, bytes(self._resp.trailing_data[0]))
                     out.append(ResponseHead(exchange, 101, _text(event.reason), _headers(event.headers)))
                     return
                 continue
@@ -311,10 +433,13 @@ class Http1Connection:
                 out.append(
                     ResponseHead(exchange, event.status_code, event.reason.decode("latin-1"), _headers(event.headers))
                 )
-                length = None if closing else plain_framing(self._waiting[0].request.method, event)
+                plain = self.plain and not closing
+                length = plain_framing(self._waiting[0].request().method, event) if plain else None
                 if length is not None:
                     self._body = PlainBody(length)
-                    self._feed_body(self._resp.trailing_data[0], out)
+                    rest = self._resp.trailing_data[0]
+                    self._resp = None
+                    self._feed_body(rest, out)
                     return
             elif isinstance(event, h11.Data):
                 out.append(ResponseData(exchange, bytes(event.data)))
@@ -347,7 +472,7 @@ class Http1Connection:
             return
         self._body = None
         if fed.outcome is BodyOutcome.H11:
-            self._resp = chunked_parser(pending.request)
+            self._resp = chunked_parser(pending.request())
             self._resp.receive_data(fed.rest)
             self._pump_responses(out)
             return
