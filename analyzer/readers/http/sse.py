@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...model import RequestId
+from ...model import RequestId, record
 from ...model.jsonrpc import decode_text
 
 BOM = b"\xef\xbb\xbf"
@@ -38,9 +38,9 @@ DISPATCHED = "message"
 ones, which are `message`) and drop every other type, as `EventSource.onmessage` does."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SseEvent:
-    """One event block (the lines up to and including a blank line)."""
+    """One event block (the lines up to and including a blank line); a `record`, built once per event."""
 
     start: int
     """Body offset of the block's first byte (after any blank lines before it)."""
