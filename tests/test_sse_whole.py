@@ -32,12 +32,17 @@ class LineParser(SseParser):
         return None
 
 
-Read = tuple[list[SseEvent], PartialEvent | None, str, int]
+Read = tuple[list[SseEvent], PartialEvent | None, str, int, list[int]]
 
 
 def _read(parser: SseParser, pieces: list[bytes]) -> Read:
-    events = [event for piece in pieces for event in parser.feed(piece)]
-    return events, parser.finish(), parser.last_event_id, parser.offset
+    """The events, what is left at the end, and the bytes held after each piece (the memory budget's)."""
+    events: list[SseEvent] = []
+    held: list[int] = []
+    for piece in pieces:
+        events += parser.feed(piece)
+        held.append(parser.buffered)
+    return events, parser.finish(), parser.last_event_id, parser.offset, held
 
 
 def _same(pieces: list[bytes], max_event_bytes: int = 1 << 20) -> Read:
@@ -132,7 +137,7 @@ def test_sdk_stream_shapes_at_three_way_cuts() -> None:
 
 def test_whole_blocks_read_at_once_keep_offsets_and_last_id() -> None:
     body = b'id: 4\nevent: message\ndata: {"a":1}\n\ndata: x\n\nevent: endpoint\ndata: /m\n\n'
-    events, partial, last_id, offset = _same([body])
+    events, partial, last_id, offset, _ = _same([body])
     assert [(e.start, e.end, e.event, e.data, e.id, e.last_event_id) for e in events] == [
         (0, 36, "message", '{"a":1}', "4", "4"),
         (36, 45, "message", "x", None, "4"),
@@ -143,7 +148,7 @@ def test_whole_blocks_read_at_once_keep_offsets_and_last_id() -> None:
 
 def test_crlf_blocks_end_at_the_blank_lines_cr() -> None:
     body = b"event: message\r\ndata: a\r\n\r\nid: 2\r\ndata: b\r\n\r\n"
-    events, _, last_id, offset = _same([body])
+    events, _, last_id, offset, _ = _same([body])
     assert [(e.start, e.end, e.data) for e in events] == [(0, 26, "a"), (27, 44, "b")]
     assert (last_id, offset) == ("2", len(body))
 
