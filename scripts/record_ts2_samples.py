@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Record the TypeScript MCP SDK 2.x samples of sample_captures/ts2sdk/ (see its README.md).
 
-    .venv/bin/python scripts/record_ts2_samples.py [--only NAME ...] [--npm-dir DIR] [--keep-logs DIR]
+    .venv/bin/python scripts/record_ts2_samples.py [--only NAME ...] [--npm-dir DIR] [--go-peer GOPEER]
+        [--keep-logs DIR]
 
 Needs root (or capture rights on ``lo``), tshark and Node.js 20+. The peers are scripts/peers/ts2/server.mjs
 and client.mjs (the SDK's split packages @modelcontextprotocol/server and /client, and
 @modelcontextprotocol/node for node:http) and, for the cross-implementation pairs, the official Python SDK:
-scripts/peers/ts2/pysdk_client.py and scripts/peers/sdk_server.py (the project's ``mcp`` 2.x, this venv).
+scripts/peers/ts2/pysdk_client.py and scripts/peers/sdk_server.py (the project's ``mcp`` 2.x, this venv),
+and the official Go SDK's client: ``gopeer`` (scripts/peers/go, built by scripts/build_go_peers.py), given
+by ``--go-peer`` for the ``gosdk-client-*`` scenarios.
 The npm folder (``--npm-dir``, default build/ts2-sdk) gets scripts/peers/ts2/package.json and
 package-lock.json and ``npm ci`` when its installed SDK is not the pinned one; the .mjs peers are copied
 next to its node_modules each time, so Node resolves the pinned SDK.
@@ -59,8 +62,10 @@ class Scenario:
     """stdio, http (the SDK's createMcpHandler) or http-sessions (its sessionful 2025-era transport)"""
     revision: str
     flow: str
-    """a flow of client.mjs (early, slow, ignoring, crossing); pysdk_client.py has `slow` only"""
+    """a flow of client.mjs (early, slow, ignoring, crossing; gopeer's flow flags do the same);
+    pysdk_client.py has `slow` only"""
     client: str = "ts2"
+    """ts2, py or go"""
     server: str = "ts2"
 
 
@@ -78,10 +83,33 @@ def scenarios() -> dict[str, Scenario]:
         table[f"ts2sdk-client-pysdk-server-stdio-{revision}-cancel"] = Scenario("stdio", revision, "slow", server="py")
         table[f"pysdk-client-ts2sdk-server-stdio-{revision}-cancel"] = Scenario("stdio", revision, "slow", client="py")
         table[f"pysdk-client-ts2sdk-server-http-{revision}-cancel"] = Scenario("http", revision, "slow", client="py")
+    # The Go SDK v1.7.0 client always opens with server/discover and takes 2026-07-28 from a server that
+    # offers it, as this one does: it cannot be asked for 2025-11-25 (its version option is unexported).
+    for transport in ("stdio", "http"):
+        for flow, label in flows.items():
+            name = f"gosdk-client-ts2sdk-server-{transport}-2026-07-28-{label}"
+            table[name] = Scenario(transport, "2026-07-28", flow, client="go")
     return table
 
 
 SCENARIOS = scenarios()
+
+
+@dataclass(frozen=True)
+class Peers:
+    npm: Path
+    """the npm folder with the TS peers next to its node_modules"""
+    go: Path | None
+    """the gopeer binary, when given"""
+
+
+#: gopeer's flags for each flow of client.mjs (same tool, steps, trigger and linger)
+GO_FLOWS = {
+    "early": ["-cancel-at", "1"],
+    "slow": [],
+    "ignoring": ["-tool", "stamp_ledger", "-wait", "3s"],
+    "crossing": ["-crossing", "-steps", "1"],
+}
 
 
 def npm_folder(folder: Path) -> Path:
@@ -98,17 +126,23 @@ def npm_folder(folder: Path) -> Path:
     return folder
 
 
-def client_argv(s: Scenario, folder: Path) -> list[str]:
+def client_argv(s: Scenario, peers: Peers) -> list[str]:
+    if s.client == "go":
+        if peers.go is None:
+            raise ScenarioError("the gosdk-client scenarios need --go-peer")
+        ping = "true" if s.revision == "2025-11-25" else "false"  # the TS server has no ping in 2026-07-28
+        mode = "client-stdio" if s.transport == "stdio" else "client-http"
+        return [str(peers.go), mode, *GO_FLOWS[s.flow], f"-ping={ping}"]
     if s.client == "py":
         mode = "legacy" if s.revision == "2025-11-25" else s.revision
         return [os.path.relpath(sys.executable, ROOT), str(Path("scripts/peers/ts2/pysdk_client.py")), mode]
-    return ["node", os.path.relpath(folder / "client.mjs", ROOT), s.flow, s.revision]
+    return ["node", os.path.relpath(peers.npm / "client.mjs", ROOT), s.flow, s.revision]
 
 
-def server_argv(s: Scenario, folder: Path) -> list[str]:
+def server_argv(s: Scenario, peers: Peers) -> list[str]:
     if s.server == "py":
         return [os.path.relpath(sys.executable, ROOT), str(Path("scripts/peers/sdk_server.py"))]
-    return ["node", os.path.relpath(folder / "server.mjs", ROOT), s.transport]
+    return ["node", os.path.relpath(peers.npm / "server.mjs", ROOT), s.transport]
 
 
 def stdio_order(path: Path) -> tuple[bool, bool]:
@@ -152,13 +186,13 @@ def check(name: str, s: Scenario, order: tuple[bool, bool]) -> None:
         raise ScenarioError(f"{name}: the call's reply came {'before' if reply_first else 'after'} the cancel")
 
 
-def record_http(name: str, s: Scenario, folder: Path, logdir: Path, port: int) -> tuple[bool, bool]:
+def record_http(name: str, s: Scenario, peers: Peers, logdir: Path, port: int) -> tuple[bool, bool]:
     pcap = OUT / f"{name}.pcapng"
-    server = Proc(f"{name}-server", [*server_argv(s, folder), str(port)], logdir)
+    server = Proc(f"{name}-server", [*server_argv(s, peers), str(port)], logdir)
     try:
         server.wait_ready()
         with capture(pcap, f"tcp port {port}", logdir):
-            run = [*client_argv(s, folder), "--url", f"http://127.0.0.1:{port}/mcp"]
+            run = [*client_argv(s, peers), "--url", f"http://127.0.0.1:{port}/mcp"]
             out = subprocess.run(run, capture_output=True, text=True, timeout=40, cwd=ROOT)
             (logdir / f"{name}-client.stderr").write_text(out.stderr)
             if out.returncode != 0:
@@ -170,15 +204,15 @@ def record_http(name: str, s: Scenario, folder: Path, logdir: Path, port: int) -
     return http_order(pcap, port)
 
 
-def record(name: str, folder: Path, logdir: Path, port: int) -> None:
+def record(name: str, peers: Peers, logdir: Path, port: int) -> None:
     s = SCENARIOS[name]
     for attempt in range(1, ATTEMPTS + 1):
         if s.transport == "stdio":
             out = OUT / f"{name}.jsonl"
-            record_stdio(name, client_argv(s, folder), server_argv(s, folder), logdir, out)
+            record_stdio(name, client_argv(s, peers), server_argv(s, peers), logdir, out)
             order = stdio_order(out)
         else:
-            order = record_http(name, s, folder, logdir, port)
+            order = record_http(name, s, peers, logdir, port)
         try:
             check(name, s, order)
             return
@@ -192,10 +226,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="*", choices=sorted(SCENARIOS), help="record only these")
     ap.add_argument("--npm-dir", type=Path, default=ROOT / "build" / "ts2-sdk")
+    ap.add_argument("--go-peer", type=Path, help="gopeer (scripts/build_go_peers.py), for gosdk-client-*")
     ap.add_argument("--keep-logs", type=Path, help="keep the peers' stderr (what each side did, when) here")
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
-    folder = npm_folder(args.npm_dir.resolve())
+    peers = Peers(npm_folder(args.npm_dir.resolve()), args.go_peer.resolve() if args.go_peer else None)
     failed: list[str] = []
     with tempfile.TemporaryDirectory(prefix="record-ts2-") as tmp:
         logdir = args.keep_logs or Path(tmp)
@@ -203,7 +238,7 @@ def main() -> int:
         for index, name in enumerate(args.only or SCENARIOS):
             log(name)
             try:
-                record(name, folder, logdir, pick_port(18420 + index))
+                record(name, peers, logdir, pick_port(18420 + index))
             except ScenarioError as exc:  # report and go on with the next scenario
                 log(f"{name}: FAILED: {exc}")
                 failed.append(name)
