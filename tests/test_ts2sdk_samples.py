@@ -6,6 +6,8 @@ connection, where it closes the call's stream; its server aborts the handler's s
 aborted call, but lets the handler's progress out (stdio, and the 2025-era sessionful HTTP transport). Its
 2.x HTTP entry (createMcpHandler) serves 2025-era traffic statelessly, a fresh server for every POST, so a
 POSTed notifications/cancelled reaches a server that never saw the call: the call runs on and answers.
+The Go SDK v1.7.0 client against this server speaks 2026-07-28 and on HTTP both closes the call's stream
+and POSTs notifications/cancelled: the close is the cancel, the POST no mismatch.
 
 Also: on stdio the replier's first reply is not timed for the race window (`SessionState.time_reply`). A
 2026-07-28 stdio session has no handshake, so its first request (here tools/list) waits in the pipe while
@@ -26,6 +28,7 @@ SAMPLES = Path(__file__).resolve().parent.parent / "sample_captures" / "ts2sdk"
 
 _CLEAN = (set(), [(2, "verified-by-read", "exact")])
 _CLEAN_MODERN = (set(), [(1, "verified-by-read", "exact")])
+_GO_CLEAN = (set(), [(3, "verified-by-read", "exact")])
 EXPECTED: dict[str, Verdict] = {
     # stdio, both revisions: the cancel aborts the handler; no reply; read_ledger after it
     "ts2sdk-stdio-2025-11-25-cancel-early.jsonl": _CLEAN,
@@ -115,6 +118,30 @@ EXPECTED: dict[str, Verdict] = {
         [(3, "late-result-violation", "inferred")],
     ),
     "pysdk-client-ts2sdk-server-http-2026-07-28-cancel.pcapng": _CLEAN,
+    # the Go SDK v1.7.0 client (gopeer) against the TS 2.x server: 2026-07-28 only (server/discover
+    # first). stdio: the cancel aborts the handler as with the TS client
+    "gosdk-client-ts2sdk-server-stdio-2026-07-28-cancel-early.jsonl": _GO_CLEAN,
+    "gosdk-client-ts2sdk-server-stdio-2026-07-28-cancel-slow-tool.jsonl": _GO_CLEAN,
+    "gosdk-client-ts2sdk-server-stdio-2026-07-28-cancel-ignoring-tool.jsonl": (
+        {("progress-after-cancel", 3, "error", "inferred", (10, 13, 15))},
+        [(3, "verified-by-read", "exact")],
+    ),
+    # the result (line 9) waited unread in the Go client while it cancelled (line 10, 1 ms later)
+    "gosdk-client-ts2sdk-server-stdio-2026-07-28-result-crosses-cancel.jsonl": (
+        {("cancel-after-completion", 3, "info", "inferred", (10,))},
+        [],
+    ),
+    # HTTP: the Go client closes the call's connection (the cancel) and POSTs notifications/cancelled
+    # too, in either order (FIN 13 then POST 17; POST 19 then FIN 21; FIN 16 then POST 22): the POST
+    # only accompanies the close, so no cancel-mechanism-mismatch; the server writes nothing more
+    "gosdk-client-ts2sdk-server-http-2026-07-28-cancel-early.pcapng": _GO_CLEAN,
+    "gosdk-client-ts2sdk-server-http-2026-07-28-cancel-slow-tool.pcapng": _GO_CLEAN,
+    "gosdk-client-ts2sdk-server-http-2026-07-28-cancel-ignoring-tool.pcapng": _GO_CLEAN,
+    # the response complete (14), the connection kept alive, the cancel POSTed on it (16): a late cancel
+    "gosdk-client-ts2sdk-server-http-2026-07-28-result-crosses-cancel.pcapng": (
+        {("cancel-after-completion", 3, "info", "inferred", (16,))},
+        [],
+    ),
 }
 
 
