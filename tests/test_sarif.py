@@ -87,7 +87,9 @@ def test_whole_sample_folder_validates_and_unreadable_inputs_are_notifications(t
     # and sample_captures/redirect (CW101 twice, CW205, CW216 twice, CW217, CW506 twice)
     # and issue 18's samples: the Go SDK's (gosdk/, slow-link/), gzip bodies, the chrome-har HAR
     # and the TypeScript SDK 2.x's (ts2sdk/: 23), mitmdump's flow files (12), a trace and its transcript (otlp/: 7)
-    assert len(log["runs"][0]["results"]) == 179
+    # and the Go SDK client against the TS 2.x server (ts2sdk/gosdk-client-*: CW102, CW106 twice, and a CW506
+    # pairing its HTTP slow-tool run with gosdk/gosdk-stdio-cancel-slow-tool.jsonl: the same script's requests)
+    assert len(log["runs"][0]["results"]) == 183
 
 
 @pytest.mark.parametrize(
