@@ -67,6 +67,7 @@ class Scenario:
     client: str = "ts2"
     """ts2, py or go"""
     server: str = "ts2"
+    """ts2, py or go"""
 
 
 def scenarios() -> dict[str, Scenario]:
@@ -89,6 +90,13 @@ def scenarios() -> dict[str, Scenario]:
         for flow, label in flows.items():
             name = f"gosdk-client-ts2sdk-server-{transport}-2026-07-28-{label}"
             table[name] = Scenario(transport, "2026-07-28", flow, client="go")
+    # The TS 2.x client against the Go SDK v1.7.0 server: 2026-07-28 on stdio only (the Go server's
+    # server/discover over HTTP lists revisions up to 2025-11-25, and the pinned TS client gives up).
+    for transport, revisions in (("stdio", ("2025-11-25", "2026-07-28")), ("http", ("2025-11-25",))):
+        for revision in revisions:
+            for flow, label in flows.items():
+                name = f"ts2sdk-client-gosdk-server-{transport}-{revision}-{label}"
+                table[name] = Scenario(transport, revision, flow, server="go")
     return table
 
 
@@ -128,21 +136,30 @@ def npm_folder(folder: Path) -> Path:
 
 def client_argv(s: Scenario, peers: Peers) -> list[str]:
     if s.client == "go":
-        if peers.go is None:
-            raise ScenarioError("the gosdk-client scenarios need --go-peer")
         ping = "true" if s.revision == "2025-11-25" else "false"  # the TS server has no ping in 2026-07-28
         mode = "client-stdio" if s.transport == "stdio" else "client-http"
-        return [str(peers.go), mode, *GO_FLOWS[s.flow], f"-ping={ping}"]
+        return [go_peer(peers), mode, *GO_FLOWS[s.flow], f"-ping={ping}"]
     if s.client == "py":
         mode = "legacy" if s.revision == "2025-11-25" else s.revision
         return [os.path.relpath(sys.executable, ROOT), str(Path("scripts/peers/ts2/pysdk_client.py")), mode]
     return ["node", os.path.relpath(peers.npm / "client.mjs", ROOT), s.flow, s.revision]
 
 
-def server_argv(s: Scenario, peers: Peers) -> list[str]:
+def server_argv(s: Scenario, peers: Peers, port: int | None = None) -> list[str]:
+    """The server's command; with `port`, listening there on HTTP."""
+    if s.server == "go":
+        go = go_peer(peers)
+        return [go, "server-stdio"] if port is None else [go, "server-http", "-addr", f"127.0.0.1:{port}"]
     if s.server == "py":
         return [os.path.relpath(sys.executable, ROOT), str(Path("scripts/peers/sdk_server.py"))]
-    return ["node", os.path.relpath(peers.npm / "server.mjs", ROOT), s.transport]
+    argv = ["node", os.path.relpath(peers.npm / "server.mjs", ROOT), s.transport]
+    return argv if port is None else [*argv, str(port)]
+
+
+def go_peer(peers: Peers) -> str:
+    if peers.go is None:
+        raise ScenarioError("the gosdk scenarios need --go-peer")
+    return str(peers.go)
 
 
 def stdio_order(path: Path) -> tuple[bool, bool]:
@@ -161,7 +178,8 @@ def http_order(pcap: Path, port: int) -> tuple[bool, bool]:
     """(the client cancelled, the call's reply came before the cancel) in a capture: the call is the first
     POST of tools/call for append_ledger or stamp_ledger; the cancel the first frame after it that holds
     notifications/cancelled or is a FIN or RST from the client; the reply the first frame from the server
-    after the call that holds "appended" or "stamped" (what only these tools' results say)."""
+    after the call that holds "appended" or "stamped" (what only these tools' results say), or from the Go
+    server "structuredContent" (what only its ledger results hold, not its `context canceled` one)."""
     calls = 'http.request.method == "POST" && (frame contains "append_ledger" || frame contains "stamp_ledger")'
     call = tshark_fields(pcap, calls, ["frame.number"])
     if not call:
@@ -173,7 +191,7 @@ def http_order(pcap: Path, port: int) -> tuple[bool, bool]:
     )
     if not cancel:
         return False, False
-    says = '(frame contains "appended" || frame contains "stamped")'
+    says = '(frame contains "appended" || frame contains "stamped" || frame contains "structuredContent")'
     result = tshark_fields(pcap, f"{after} && tcp.srcport == {port} && {says}", ["frame.number"])
     return True, bool(result) and int(result[0]) < int(cancel[0])
 
@@ -188,7 +206,7 @@ def check(name: str, s: Scenario, order: tuple[bool, bool]) -> None:
 
 def record_http(name: str, s: Scenario, peers: Peers, logdir: Path, port: int) -> tuple[bool, bool]:
     pcap = OUT / f"{name}.pcapng"
-    server = Proc(f"{name}-server", [*server_argv(s, peers), str(port)], logdir)
+    server = Proc(f"{name}-server", server_argv(s, peers, port), logdir)
     try:
         server.wait_ready()
         with capture(pcap, f"tcp port {port}", logdir):

@@ -4,7 +4,7 @@
 // chooses the tools and the scenario. Build it with scripts/build_go_peers.py.
 //
 //	gopeer server-stdio [-ledger-unavailable]
-//	gopeer server-http -addr 127.0.0.1:PORT [-h2c] [-ledger-unavailable]
+//	gopeer server-http -addr 127.0.0.1:PORT [-h2c] [-ledger-unavailable]   (prints READY once it listens)
 //	gopeer client-stdio [-cancel-after D] [FLOW FLAGS] -- SERVER COMMAND ...
 //	gopeer client-http -url http://127.0.0.1:PORT/mcp [-h2c] [FLOW FLAGS]
 //
@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -95,6 +96,27 @@ func (l *ledger) appendLedger(ctx context.Context, req *mcp.CallToolRequest, in 
 	return nil, LedgerOut{Result: append([]string{}, l.entries...)}, nil
 }
 
+// stampLedger steps like appendLedger but ignores the cancel: it appends
+// "entry #n" after every step and returns the ledger (the TypeScript SDK 2.x
+// sample server's stamp_ledger, for its client's `ignoring` flow).
+func (l *ledger) stampLedger(ctx context.Context, req *mcp.CallToolRequest, in AppendArgs) (*mcp.CallToolResult, LedgerOut, error) {
+	token := req.Params.GetProgressToken()
+	for step := 0; step < in.Steps; step++ {
+		if token != nil {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+				ProgressToken: token, Progress: float64(step), Total: float64(in.Steps),
+			})
+		}
+		time.Sleep(500 * time.Millisecond)
+		l.mu.Lock()
+		l.entries = append(l.entries, fmt.Sprintf("%s #%d", in.Entry, step+1))
+		l.mu.Unlock()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return nil, LedgerOut{Result: append([]string{}, l.entries...)}, nil
+}
+
 func (l *ledger) readLedger(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, LedgerOut, error) {
 	if l.unavailable {
 		return nil, LedgerOut{}, errors.New("ledger unavailable")
@@ -112,6 +134,7 @@ func newServer(unavailable bool) *mcp.Server {
 	server := mcp.NewServer(&mcp.Implementation{Name: "cancelwire-go-peer", Version: "1.0.0"}, nil)
 	l := &ledger{unavailable: unavailable}
 	mcp.AddTool(server, &mcp.Tool{Name: "append_ledger", Description: "Append an entry, slowly."}, l.appendLedger)
+	mcp.AddTool(server, &mcp.Tool{Name: "stamp_ledger", Description: "Stamp an entry at every step; ignores cancellation."}, l.stampLedger)
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	mcp.AddTool(server, &mcp.Tool{Name: "read_ledger", Description: "The ledger's entries.", Annotations: readOnly}, l.readLedger)
 	mcp.AddTool(server, &mcp.Tool{Name: "add", Description: "a + b", Annotations: readOnly}, add)
@@ -303,7 +326,11 @@ func main() {
 		handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newServer(*unavailable) }, nil)
 		mux := http.NewServeMux()
 		mux.Handle("/mcp", handler)
-		err = (&http.Server{Addr: *addr, Handler: mux, Protocols: protocols(*h2c)}).ListenAndServe()
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", *addr); err == nil {
+			fmt.Println("READY")
+			err = (&http.Server{Handler: mux, Protocols: protocols(*h2c)}).Serve(ln)
+		}
 	case "client-stdio":
 		args := flags.Args()
 		if len(args) == 0 {
