@@ -89,7 +89,9 @@ def test_whole_sample_folder_validates_and_unreadable_inputs_are_notifications(t
     # and the TypeScript SDK 2.x's (ts2sdk/: 23), mitmdump's flow files (12), a trace and its transcript (otlp/: 7)
     # and the Go SDK client against the TS 2.x server (ts2sdk/gosdk-client-*: CW102, CW106 twice, and a CW506
     # pairing its HTTP slow-tool run with gosdk/gosdk-stdio-cancel-slow-tool.jsonl: the same script's requests)
-    assert len(log["runs"][0]["results"]) == 183
+    # and the TS 2.x client against the Go server (ts2sdk/ts2sdk-client-gosdk-*: CW101 x9, CW102, CW202,
+    # CW106 x3, and 5 CW506 pairing runs of the same TS client script with one another and with ts2sdk-*)
+    assert len(log["runs"][0]["results"]) == 202
 
 
 @pytest.mark.parametrize(
