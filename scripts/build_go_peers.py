@@ -10,8 +10,9 @@ SDK's go.mod asks for (a `git archive` of the tag); the build points each module
 `replace` and runs with GOPROXY=off, GOFLAGS=-mod=mod, GOSUMDB=off, GOTOOLCHAIN=local, in a temporary
 folder, so scripts/peers/go holds only our main.go and go.mod.
 
-The samples in sample_captures/gosdk/ were built from these trees (tag, or the commit used where the
-stored mirror lacked the tag; both untouched in the packages the peer imports):
+The samples in sample_captures/gosdk/ and sample_captures/ts2sdk/gosdk-client-* were built from these
+trees (tag, or the commit used where the stored mirror lacked the tag; both untouched in the packages the
+peer imports):
 """
 
 from __future__ import annotations

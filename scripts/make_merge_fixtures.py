@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the hand-written two-recording fixtures of the --merge rules (tests/rules/<slug>/{triggers,clean}/).
+"""Write the hand-written two-recording fixtures of the --merge rules (tests/rules/<slug>/{triggers,clean*}/).
 
 Each fixture is one short session logged twice (audited with --merge, except same-session-in-two-inputs,
 whose hint is for audits without it), in the one-sided log shape the ndjson reader reads
@@ -89,6 +89,27 @@ def main() -> None:
     write("recordings-share-no-session", "clean", both, both)
     write("same-session-in-two-inputs", "triggers", both, both)
     write("same-session-in-two-inputs", "clean", both, [(t, s, m) for t, s, m in other if "id" in m])
+    write("same-session-in-two-inputs", "triggers-reordered", both, [(t, s, reordered(m)) for t, s, m in both])
+    write("same-session-in-two-inputs", "clean-other-replies", stamped(both, "run 1"), stamped(both, "run 2"))
+
+
+def reordered(message: dict[str, Any]) -> dict[str, Any]:
+    """The same message written with its members in reverse order (another logger's serialisation)."""
+    return {k: reordered(v) if isinstance(v, dict) else v for k, v in reversed(message.items())}
+
+
+def stamped(messages: list[tuple[float, bool, dict[str, Any]]], run: str) -> list[tuple[float, bool, dict[str, Any]]]:
+    """One run of the script: the same requests at the same times, tool results that name the run."""
+    return [
+        (
+            t,
+            s,
+            res(m["id"], {"content": [{"type": "text", "text": f"{run}: done"}]})
+            if "result" in m and m["id"] > 1
+            else m,
+        )
+        for t, s, m in messages
+    ]
 
 
 if __name__ == "__main__":

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Record the TypeScript MCP SDK 2.x samples of sample_captures/ts2sdk/ (see its README.md).
 
-    .venv/bin/python scripts/record_ts2_samples.py [--only NAME ...] [--npm-dir DIR] [--keep-logs DIR]
+    .venv/bin/python scripts/record_ts2_samples.py [--only NAME ...] [--npm-dir DIR] [--go-peer GOPEER]
+        [--keep-logs DIR]
 
 Needs root (or capture rights on ``lo``), tshark and Node.js 20+. The peers are scripts/peers/ts2/server.mjs
 and client.mjs (the SDK's split packages @modelcontextprotocol/server and /client, and
 @modelcontextprotocol/node for node:http) and, for the cross-implementation pairs, the official Python SDK:
-scripts/peers/ts2/pysdk_client.py and scripts/peers/sdk_server.py (the project's ``mcp`` 2.x, this venv).
+scripts/peers/ts2/pysdk_client.py and scripts/peers/sdk_server.py (the project's ``mcp`` 2.x, this venv),
+and the official Go SDK's client: ``gopeer`` (scripts/peers/go, built by scripts/build_go_peers.py), given
+by ``--go-peer`` for the ``gosdk-client-*`` scenarios.
 The npm folder (``--npm-dir``, default build/ts2-sdk) gets scripts/peers/ts2/package.json and
 package-lock.json and ``npm ci`` when its installed SDK is not the pinned one; the .mjs peers are copied
 next to its node_modules each time, so Node resolves the pinned SDK.
@@ -59,9 +62,12 @@ class Scenario:
     """stdio, http (the SDK's createMcpHandler) or http-sessions (its sessionful 2025-era transport)"""
     revision: str
     flow: str
-    """a flow of client.mjs (early, slow, ignoring, crossing); pysdk_client.py has `slow` only"""
+    """a flow of client.mjs (early, slow, ignoring, crossing; gopeer's flow flags do the same);
+    pysdk_client.py has `slow` only"""
     client: str = "ts2"
+    """ts2, py or go"""
     server: str = "ts2"
+    """ts2, py or go"""
 
 
 def scenarios() -> dict[str, Scenario]:
@@ -78,10 +84,40 @@ def scenarios() -> dict[str, Scenario]:
         table[f"ts2sdk-client-pysdk-server-stdio-{revision}-cancel"] = Scenario("stdio", revision, "slow", server="py")
         table[f"pysdk-client-ts2sdk-server-stdio-{revision}-cancel"] = Scenario("stdio", revision, "slow", client="py")
         table[f"pysdk-client-ts2sdk-server-http-{revision}-cancel"] = Scenario("http", revision, "slow", client="py")
+    # The Go SDK v1.7.0 client always opens with server/discover and takes 2026-07-28 from a server that
+    # offers it, as this one does: it cannot be asked for 2025-11-25 (its version option is unexported).
+    for transport in ("stdio", "http"):
+        for flow, label in flows.items():
+            name = f"gosdk-client-ts2sdk-server-{transport}-2026-07-28-{label}"
+            table[name] = Scenario(transport, "2026-07-28", flow, client="go")
+    # The TS 2.x client against the Go SDK v1.7.0 server: 2026-07-28 on stdio only (the Go server's
+    # server/discover over HTTP lists revisions up to 2025-11-25, and the pinned TS client gives up).
+    for transport, revisions in (("stdio", ("2025-11-25", "2026-07-28")), ("http", ("2025-11-25",))):
+        for revision in revisions:
+            for flow, label in flows.items():
+                name = f"ts2sdk-client-gosdk-server-{transport}-{revision}-{label}"
+                table[name] = Scenario(transport, revision, flow, server="go")
     return table
 
 
 SCENARIOS = scenarios()
+
+
+@dataclass(frozen=True)
+class Peers:
+    npm: Path
+    """the npm folder with the TS peers next to its node_modules"""
+    go: Path | None
+    """the gopeer binary, when given"""
+
+
+#: gopeer's flags for each flow of client.mjs (same tool, steps, trigger and linger)
+GO_FLOWS = {
+    "early": ["-cancel-at", "1"],
+    "slow": [],
+    "ignoring": ["-tool", "stamp_ledger", "-wait", "3s"],
+    "crossing": ["-crossing", "-steps", "1"],
+}
 
 
 def npm_folder(folder: Path) -> Path:
@@ -98,17 +134,32 @@ def npm_folder(folder: Path) -> Path:
     return folder
 
 
-def client_argv(s: Scenario, folder: Path) -> list[str]:
+def client_argv(s: Scenario, peers: Peers) -> list[str]:
+    if s.client == "go":
+        ping = "true" if s.revision == "2025-11-25" else "false"  # the TS server has no ping in 2026-07-28
+        mode = "client-stdio" if s.transport == "stdio" else "client-http"
+        return [go_peer(peers), mode, *GO_FLOWS[s.flow], f"-ping={ping}"]
     if s.client == "py":
         mode = "legacy" if s.revision == "2025-11-25" else s.revision
         return [os.path.relpath(sys.executable, ROOT), str(Path("scripts/peers/ts2/pysdk_client.py")), mode]
-    return ["node", os.path.relpath(folder / "client.mjs", ROOT), s.flow, s.revision]
+    return ["node", os.path.relpath(peers.npm / "client.mjs", ROOT), s.flow, s.revision]
 
 
-def server_argv(s: Scenario, folder: Path) -> list[str]:
+def server_argv(s: Scenario, peers: Peers, port: int | None = None) -> list[str]:
+    """The server's command; with `port`, listening there on HTTP."""
+    if s.server == "go":
+        go = go_peer(peers)
+        return [go, "server-stdio"] if port is None else [go, "server-http", "-addr", f"127.0.0.1:{port}"]
     if s.server == "py":
         return [os.path.relpath(sys.executable, ROOT), str(Path("scripts/peers/sdk_server.py"))]
-    return ["node", os.path.relpath(folder / "server.mjs", ROOT), s.transport]
+    argv = ["node", os.path.relpath(peers.npm / "server.mjs", ROOT), s.transport]
+    return argv if port is None else [*argv, str(port)]
+
+
+def go_peer(peers: Peers) -> str:
+    if peers.go is None:
+        raise ScenarioError("the gosdk scenarios need --go-peer")
+    return str(peers.go)
 
 
 def stdio_order(path: Path) -> tuple[bool, bool]:
@@ -127,7 +178,8 @@ def http_order(pcap: Path, port: int) -> tuple[bool, bool]:
     """(the client cancelled, the call's reply came before the cancel) in a capture: the call is the first
     POST of tools/call for append_ledger or stamp_ledger; the cancel the first frame after it that holds
     notifications/cancelled or is a FIN or RST from the client; the reply the first frame from the server
-    after the call that holds "appended" or "stamped" (what only these tools' results say)."""
+    after the call that holds "appended" or "stamped" (what only these tools' results say), or from the Go
+    server "structuredContent" (what only its ledger results hold, not its `context canceled` one)."""
     calls = 'http.request.method == "POST" && (frame contains "append_ledger" || frame contains "stamp_ledger")'
     call = tshark_fields(pcap, calls, ["frame.number"])
     if not call:
@@ -139,7 +191,7 @@ def http_order(pcap: Path, port: int) -> tuple[bool, bool]:
     )
     if not cancel:
         return False, False
-    says = '(frame contains "appended" || frame contains "stamped")'
+    says = '(frame contains "appended" || frame contains "stamped" || frame contains "structuredContent")'
     result = tshark_fields(pcap, f"{after} && tcp.srcport == {port} && {says}", ["frame.number"])
     return True, bool(result) and int(result[0]) < int(cancel[0])
 
@@ -152,13 +204,13 @@ def check(name: str, s: Scenario, order: tuple[bool, bool]) -> None:
         raise ScenarioError(f"{name}: the call's reply came {'before' if reply_first else 'after'} the cancel")
 
 
-def record_http(name: str, s: Scenario, folder: Path, logdir: Path, port: int) -> tuple[bool, bool]:
+def record_http(name: str, s: Scenario, peers: Peers, logdir: Path, port: int) -> tuple[bool, bool]:
     pcap = OUT / f"{name}.pcapng"
-    server = Proc(f"{name}-server", [*server_argv(s, folder), str(port)], logdir)
+    server = Proc(f"{name}-server", server_argv(s, peers, port), logdir)
     try:
         server.wait_ready()
         with capture(pcap, f"tcp port {port}", logdir):
-            run = [*client_argv(s, folder), "--url", f"http://127.0.0.1:{port}/mcp"]
+            run = [*client_argv(s, peers), "--url", f"http://127.0.0.1:{port}/mcp"]
             out = subprocess.run(run, capture_output=True, text=True, timeout=40, cwd=ROOT)
             (logdir / f"{name}-client.stderr").write_text(out.stderr)
             if out.returncode != 0:
@@ -170,15 +222,15 @@ def record_http(name: str, s: Scenario, folder: Path, logdir: Path, port: int) -
     return http_order(pcap, port)
 
 
-def record(name: str, folder: Path, logdir: Path, port: int) -> None:
+def record(name: str, peers: Peers, logdir: Path, port: int) -> None:
     s = SCENARIOS[name]
     for attempt in range(1, ATTEMPTS + 1):
         if s.transport == "stdio":
             out = OUT / f"{name}.jsonl"
-            record_stdio(name, client_argv(s, folder), server_argv(s, folder), logdir, out)
+            record_stdio(name, client_argv(s, peers), server_argv(s, peers), logdir, out)
             order = stdio_order(out)
         else:
-            order = record_http(name, s, folder, logdir, port)
+            order = record_http(name, s, peers, logdir, port)
         try:
             check(name, s, order)
             return
@@ -192,10 +244,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="*", choices=sorted(SCENARIOS), help="record only these")
     ap.add_argument("--npm-dir", type=Path, default=ROOT / "build" / "ts2-sdk")
+    ap.add_argument("--go-peer", type=Path, help="gopeer (scripts/build_go_peers.py), for gosdk-client-*")
     ap.add_argument("--keep-logs", type=Path, help="keep the peers' stderr (what each side did, when) here")
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
-    folder = npm_folder(args.npm_dir.resolve())
+    peers = Peers(npm_folder(args.npm_dir.resolve()), args.go_peer.resolve() if args.go_peer else None)
     failed: list[str] = []
     with tempfile.TemporaryDirectory(prefix="record-ts2-") as tmp:
         logdir = args.keep_logs or Path(tmp)
@@ -203,7 +256,7 @@ def main() -> int:
         for index, name in enumerate(args.only or SCENARIOS):
             log(name)
             try:
-                record(name, folder, logdir, pick_port(18420 + index))
+                record(name, peers, logdir, pick_port(18420 + index))
             except ScenarioError as exc:  # report and go on with the next scenario
                 log(f"{name}: FAILED: {exc}")
                 failed.append(name)

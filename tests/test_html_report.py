@@ -97,10 +97,10 @@ def test_the_first_screen_draws_the_call_of_the_worst_finding(samples_html: str)
 
 def test_verdict_names_the_gate_that_decided(samples_html: str) -> None:
     verdict = samples_html.split('<section id="verdict">')[1].split("</section>")[0]
-    assert '<p class="verdict fail">FAIL: 31 new issue(s) at or above the gate (--fail-on error)</p>' in verdict
+    assert '<p class="verdict fail">FAIL: 35 new issue(s) at or above the gate (--fail-on error)</p>' in verdict
     assert re.findall(r"<li>(\d+ × [^<]*)</li>", verdict) == [
-        "8 × CW101 response-after-cancel (error finding)",
-        "9 × CW102 progress-after-cancel (error finding)",
+        "11 × CW101 response-after-cancel (error finding)",
+        "10 × CW102 progress-after-cancel (error finding)",
         "1 × CW104 cancel-of-initialize (error finding)",
         "1 × CW105 cancel-unknown-request (error finding)",
         "2 × CW111 cancel-notification-for-task (error finding)",
@@ -129,7 +129,7 @@ def test_findings_are_worst_first_then_by_rule_id(samples_html: str) -> None:
     rows = _page(samples_html).rows
     order = [({"error": 0, "warning": 1, "info": 2}[str(r["data-severity"])], str(r["data-rule"])) for r in rows]
     assert order == sorted(order)
-    assert len(rows) == 152
+    assert len(rows) == 160
     assert [r["data-rule"] for r in rows][:3] == ["CW101", "CW101", "CW101"]
     outcomes = {"", "late-result-violation", "late-result-discarded", "outcome-unverified", "verified-by-read"}
     assert {r["data-outcome"] for r in rows} == outcomes
@@ -140,7 +140,7 @@ def test_every_link_resolves_and_findings_about_calls_link_them(samples_html: st
     assert len(page.ids) == len(set(page.ids))
     assert sorted(set(page.links) - set(page.ids)) == []
     calls = [i for i in page.ids if re.fullmatch(r"call-\d+", i)]
-    assert calls == [f"call-{n}" for n in range(1, 90)]  # 4 tasks cancelled by tasks/cancel
+    assert calls == [f"call-{n}" for n in range(1, 105)]  # 4 tasks cancelled by tasks/cancel
     for row in page.rows:
         if row["data-outcome"]:
             assert f"call-{row['data-call']}" in calls
@@ -218,15 +218,15 @@ def test_overview_charts_are_drawn_from_the_exchange_table(samples_html: str) ->
     ]
     outcomes = overview.split('<figure id="chart-outcomes">')[1].split("</figure>")[0]
     assert re.findall(r"<desc>([^<]*)</desc>", outcomes) == [
-        "late-result-violation: 32 call(s); outcome-unverified: 27 call(s); late-result-discarded: 5 call(s); "
-        "verified-by-read: 23 call(s); clean: 2 call(s)"
+        "late-result-violation: 41 call(s); outcome-unverified: 27 call(s); late-result-discarded: 5 call(s); "
+        "verified-by-read: 29 call(s); clean: 2 call(s)"
     ]
     findings = overview.split('<figure id="chart-findings">')[1].split("</figure>")[0]
     desc = re.findall(r"<desc>([^<]*)</desc>", findings)[0]
-    assert desc.startswith("CW101 response-after-cancel: 32 finding(s) (8 error, 24 warning); CW102 progress-after")
+    assert desc.startswith("CW101 response-after-cancel: 41 finding(s) (11 error, 30 warning); CW102 progress-after")
     assert desc.endswith("CW103 late-result-race: 5 finding(s) (5 info)")  # later rules: past its rows
     latency = overview.split('<figure id="chart-latency">')[1].split("</figure>")[0]
-    assert "tools/list: median " in latency and "60 request(s) without a timed reply are not drawn." in latency
+    assert "tools/list: median " in latency and "66 request(s) without a timed reply are not drawn." in latency
     before = samples_html.split('<section id="overview">')[0]
     assert '<svg class="chart"' not in before  # the charts are in the overview (the verdict draws one call)
 

@@ -47,9 +47,9 @@ def test_the_sample_audit_lists_no_rule_merely_out_of_force() -> None:
     made = [line for line in sections["How this report was made"] if "not in force" in line]
     # (2025-11-25 over stdio puts every rule that can apply over stdio in force: no line)
     assert [line.split(", so")[0] for line in made] == [
-        "  not in force under 2026-07-28 over streamable-http (28 sessions)",
-        "  not in force under 2025-11-25 over streamable-http (25 sessions)",
-        "  not in force under 2026-07-28 over stdio (44 sessions)",
+        "  not in force under 2026-07-28 over streamable-http (32 sessions)",
+        "  not in force under 2025-11-25 over streamable-http (29 sessions)",
+        "  not in force under 2026-07-28 over stdio (52 sessions)",
         "  not in force under 2025-11-25 over http-sse (1 session)",
         "  not in force under 2025-06-18 over stdio (1 session)",
     ]

@@ -6,6 +6,10 @@ connection, where it closes the call's stream; its server aborts the handler's s
 aborted call, but lets the handler's progress out (stdio, and the 2025-era sessionful HTTP transport). Its
 2.x HTTP entry (createMcpHandler) serves 2025-era traffic statelessly, a fresh server for every POST, so a
 POSTed notifications/cancelled reaches a server that never saw the call: the call runs on and answers.
+The Go SDK v1.7.0 client against this server speaks 2026-07-28 and on HTTP both closes the call's stream
+and POSTs notifications/cancelled: the close is the cancel, the POST no mismatch. The TS 2.x client against
+the Go SDK server: the Go server answers every cancelled call (its handler's `context canceled`, or the
+result of a handler that ignores the cancel).
 
 Also: on stdio the replier's first reply is not timed for the race window (`SessionState.time_reply`). A
 2026-07-28 stdio session has no handshake, so its first request (here tools/list) waits in the pipe while
@@ -26,6 +30,15 @@ SAMPLES = Path(__file__).resolve().parent.parent / "sample_captures" / "ts2sdk"
 
 _CLEAN = (set(), [(2, "verified-by-read", "exact")])
 _CLEAN_MODERN = (set(), [(1, "verified-by-read", "exact")])
+_GO_CLEAN = (set(), [(3, "verified-by-read", "exact")])
+
+
+def _go_answers(request_id: int, severity: str, evidence: tuple[int, int]) -> Verdict:
+    """The Go server's `context canceled` result right after the cancel (cancel, result)."""
+    finding = ("response-after-cancel", request_id, severity, "exact", evidence)
+    return {finding}, [(request_id, "late-result-violation", "exact")]
+
+
 EXPECTED: dict[str, Verdict] = {
     # stdio, both revisions: the cancel aborts the handler; no reply; read_ledger after it
     "ts2sdk-stdio-2025-11-25-cancel-early.jsonl": _CLEAN,
@@ -115,6 +128,70 @@ EXPECTED: dict[str, Verdict] = {
         [(3, "late-result-violation", "inferred")],
     ),
     "pysdk-client-ts2sdk-server-http-2026-07-28-cancel.pcapng": _CLEAN,
+    # the Go SDK v1.7.0 client (gopeer) against the TS 2.x server: 2026-07-28 only (server/discover
+    # first). stdio: the cancel aborts the handler as with the TS client
+    "gosdk-client-ts2sdk-server-stdio-2026-07-28-cancel-early.jsonl": _GO_CLEAN,
+    "gosdk-client-ts2sdk-server-stdio-2026-07-28-cancel-slow-tool.jsonl": _GO_CLEAN,
+    "gosdk-client-ts2sdk-server-stdio-2026-07-28-cancel-ignoring-tool.jsonl": (
+        {("progress-after-cancel", 3, "error", "inferred", (10, 13, 15))},
+        [(3, "verified-by-read", "exact")],
+    ),
+    # the result (line 9) waited unread in the Go client while it cancelled (line 10, 1 ms later)
+    "gosdk-client-ts2sdk-server-stdio-2026-07-28-result-crosses-cancel.jsonl": (
+        {("cancel-after-completion", 3, "info", "inferred", (10,))},
+        [],
+    ),
+    # HTTP: the Go client closes the call's connection (the cancel) and POSTs notifications/cancelled
+    # too, in either order (FIN 13 then POST 17; POST 19 then FIN 21; FIN 16 then POST 22): the POST
+    # only accompanies the close, so no cancel-mechanism-mismatch; the server writes nothing more
+    "gosdk-client-ts2sdk-server-http-2026-07-28-cancel-early.pcapng": _GO_CLEAN,
+    "gosdk-client-ts2sdk-server-http-2026-07-28-cancel-slow-tool.pcapng": _GO_CLEAN,
+    "gosdk-client-ts2sdk-server-http-2026-07-28-cancel-ignoring-tool.pcapng": _GO_CLEAN,
+    # the response complete (14), the connection kept alive, the cancel POSTed on it (16): a late cancel
+    "gosdk-client-ts2sdk-server-http-2026-07-28-result-crosses-cancel.pcapng": (
+        {("cancel-after-completion", 3, "info", "inferred", (16,))},
+        [],
+    ),
+    # the TS 2.x client against the Go SDK v1.7.0 server (2025-11-25 on both transports, 2026-07-28 on
+    # stdio). The Go handler returns its cancelled context's error at once: a `context canceled` result
+    # right after the cancel, so written after it (exact); an error under 2026-07-28 (CAN-4)
+    "ts2sdk-client-gosdk-server-stdio-2025-11-25-cancel-early.jsonl": _go_answers(2, "warning", (9, 10)),
+    "ts2sdk-client-gosdk-server-stdio-2025-11-25-cancel-slow-tool.jsonl": _go_answers(2, "warning", (10, 11)),
+    "ts2sdk-client-gosdk-server-stdio-2026-07-28-cancel-early.jsonl": _go_answers(1, "error", (6, 7)),
+    "ts2sdk-client-gosdk-server-stdio-2026-07-28-cancel-slow-tool.jsonl": _go_answers(1, "error", (7, 8)),
+    "ts2sdk-client-gosdk-server-http-2025-11-25-cancel-early.pcapng": _go_answers(2, "warning", (32, 33)),
+    "ts2sdk-client-gosdk-server-http-2025-11-25-cancel-slow-tool.pcapng": _go_answers(2, "warning", (34, 37)),
+    # stamp_ledger ignores the cancel and answers with its ledger 1.5 s later: a plain result, inferred. On
+    # stdio the SDK drops the handler's progress on the cancelled context; on HTTP it sends it (37, 39)
+    "ts2sdk-client-gosdk-server-stdio-2025-11-25-cancel-ignoring-tool.jsonl": (
+        {("response-after-cancel", 2, "warning", "inferred", (10, 11))},
+        [(2, "late-result-violation", "inferred")],
+    ),
+    "ts2sdk-client-gosdk-server-stdio-2026-07-28-cancel-ignoring-tool.jsonl": (
+        {("response-after-cancel", 1, "error", "inferred", (7, 8))},
+        [(1, "late-result-violation", "inferred")],
+    ),
+    "ts2sdk-client-gosdk-server-http-2025-11-25-cancel-ignoring-tool.pcapng": (
+        {
+            ("progress-after-cancel", 2, "warning", "inferred", (34, 37, 39)),
+            ("response-after-cancel", 2, "warning", "inferred", (34, 41)),
+            ("stream-left-open-after-abandon", 2, "warning", "inferred", (34, 43)),
+        },
+        [(2, "late-result-violation", "inferred")],
+    ),
+    # the result waited unread in the TS client (its event loop blocked) while it aborted
+    "ts2sdk-client-gosdk-server-stdio-2025-11-25-result-crosses-cancel.jsonl": (
+        {("cancel-after-completion", 2, "info", "inferred", (10,))},
+        [],
+    ),
+    "ts2sdk-client-gosdk-server-stdio-2026-07-28-result-crosses-cancel.jsonl": (
+        {("cancel-after-completion", 1, "info", "inferred", (7,))},
+        [],
+    ),
+    "ts2sdk-client-gosdk-server-http-2025-11-25-result-crosses-cancel.pcapng": (
+        {("cancel-after-completion", 2, "info", "inferred", (36,))},
+        [],
+    ),
 }
 
 

@@ -1,11 +1,13 @@
 """Two inputs that seem to hold the same session: a hint to audit them together with `--merge`.
 
 Each input is audited on its own, so the comparison runs on what its sessions keep: the earliest
-`MAX_REQUESTS` requests of each (who sent them, id, method, a digest of the params, and when), filled in
-by `pipeline.judge` from the timelines it judges. Two sessions of different inputs are the same when
-they share at least `MIN_SHARED` of those requests and nearly all of both sessions', at one time
-offset (two clocks, one session) or without times. A named anomaly (`merge.same-session`) that
-rule CW506 turns into an info finding.
+`MAX_REQUESTS` requests of each (who sent them, id, method, a digest of the params, when, and a digest
+of the reply), filled in by `pipeline.judge` from the timelines it judges. Two sessions of different
+inputs are the same when they share at least `MIN_SHARED` of those requests and nearly all of both
+sessions', at one time offset (two clocks, one session) or without times, the replies both recorded
+say the same, and the transport's session ids (when both have one) are one. Two runs of one client
+script send the same requests, but the servers' replies differ somewhere (a time, an id, the text).
+A named anomaly (`merge.same-session`) that rule CW506 turns into an info finding.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Iterator, Sequence
 
 import orjson
 
-from ..model import Anomaly, AnomalyName, Origin, RequestTimeline, Session
+from ..model import Anomaly, AnomalyName, EntryKind, Origin, RequestTimeline, Session, Vantage
 
 MAX_REQUESTS = 32
 """Requests remembered per session (the earliest in the recording)."""
@@ -29,14 +31,18 @@ TRANSIT = 0.05
 COMMON = 50
 """A request seen in more sessions than this (an `initialize` every run sends) identifies none."""
 
-Seen = tuple[tuple[str, float | None], ...]
+REPLIES = frozenset({EntryKind.RESULT, EntryKind.ERROR_RESULT})
+ON_PATH = frozenset({Vantage.WIRE, Vantage.PROXY})
+"""Recorders that see the transport itself (a peer's own log may not say which it was)."""
+
+Seen = tuple[tuple[str, float | None, str | None, float | None], ...]
 
 
 class Requests:
     """Per session, the earliest requests judged so far (bounded)."""
 
     def __init__(self) -> None:
-        self._heaps: dict[str, list[tuple[int, str, float | None]]] = defaultdict(list)
+        self._heaps: dict[str, list[tuple[int, str, float | None, str | None, float | None]]] = defaultdict(list)
 
     def add(self, timeline: RequestTimeline) -> None:
         first = timeline.entries[0] if timeline.entries else None
@@ -45,7 +51,7 @@ class Requests:
         heap = self._heaps[timeline.session_key]
         if len(heap) >= MAX_REQUESTS and -first.seq <= heap[0][0]:
             return  # later than every request kept: no key to compute (one comparison per request)
-        item = (-first.seq, _key(timeline, first.excerpt), first.ts)  # a max-heap on position
+        item = (-first.seq, _key(timeline, first.excerpt), first.ts, *_reply(timeline))  # a max-heap on position
         if len(heap) < MAX_REQUESTS:
             heapq.heappush(heap, item)
         else:
@@ -53,29 +59,51 @@ class Requests:
 
     def pop(self, session_key: str) -> Seen:
         heap = self._heaps.pop(session_key, [])
-        return tuple((key, ts) for _, key, ts in sorted(heap, reverse=True))
+        return tuple(item[1:] for item in sorted(heap, reverse=True))
 
 
 def _key(timeline: RequestTimeline, excerpt: str) -> str:
+    message = _parsed(excerpt)  # an excerpt cut short: the method and id still count
+    digest = "?" if message is None else _digest(message.get("params"))
+    return f"{timeline.requester.value}|{timeline.request_id!r}|{timeline.method}|{digest}"
+
+
+def _reply(timeline: RequestTimeline) -> tuple[str | None, float | None]:
+    """A digest of what the first reply says (its parsed `result` or `error`, so two serialisations of one
+    reply agree; None when no reply was recorded whole), and when it was seen."""
+    reply = next((entry for entry in timeline.entries if entry.kind in REPLIES), None)
+    if reply is None:
+        return None, None
+    message = _parsed(reply.excerpt)
+    said = {name: value for name, value in (message or {}).items() if name in ("result", "error")}
+    return (None if message is None else _digest(said)), reply.ts
+
+
+def _parsed(excerpt: str) -> dict[str, object] | None:
     try:
         value = orjson.loads(excerpt)
-        params = value.get("params") if isinstance(value, dict) else None
-        body = orjson.dumps(params, option=orjson.OPT_SORT_KEYS)
-    except (orjson.JSONDecodeError, TypeError):  # an excerpt cut short: the method and id still count
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _digest(value: object) -> str:
+    try:
+        body = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # an integer past 64 bits
         body = b"?"
-    digest = hashlib.blake2b(body, digest_size=8).hexdigest()
-    return f"{timeline.requester.value}|{timeline.request_id!r}|{timeline.method}|{digest}"
+    return hashlib.blake2b(body, digest_size=8).hexdigest()
 
 
 def same_sessions(sessions: Sequence[Session]) -> Iterator[Anomaly]:
     """One anomaly per pair of sessions of different inputs that look like one session recorded twice."""
     holders: dict[str, list[int]] = defaultdict(list)
     for index, session in enumerate(sessions):
-        for key, _ in session.requests_seen:
+        for key, *_ in session.requests_seen:
             holders[key].append(index)
     for a, session in enumerate(sessions):
         shared: Counter[int] = Counter(
-            b for key, _ in session.requests_seen if len(holders[key]) <= COMMON for b in holders[key] if b > a
+            b for key, *_ in session.requests_seen if len(holders[key]) <= COMMON for b in holders[key] if b > a
         )
         for b, count in sorted(shared.items()):
             other = sessions[b]
@@ -84,15 +112,29 @@ def same_sessions(sessions: Sequence[Session]) -> Iterator[Anomaly]:
 
 
 def _alike(a: Session, b: Session, count: int) -> bool:
-    """Nearly the same requests (`MATCH` of the larger set), at one time offset for nearly all of them:
-    one session's requests are seen by both recorders a transit apart (the first may wait for a server
-    to start); two runs of one script drift apart by their own timing."""
+    """Nearly the same requests (`MATCH` of the larger set), at one time offset for nearly all of them, and
+    their replies at one offset too (a slow link delays requests and replies in opposite directions): one
+    session's messages are seen by both recorders a transit apart (the first may wait for a server to
+    start); two runs of one script drift apart by their own timing. And nothing says two sessions: no two
+    transport session ids, no two transports both seen on the path, no two replies to one request that say
+    different things."""
     if count < MIN_SHARED or count < MATCH * max(len(a.requests_seen), len(b.requests_seen)):
         return False
-    times = dict(b.requests_seen)
-    offsets = sorted(
-        ts_b - ts_a for key, ts_a in a.requests_seen if ts_a is not None and (ts_b := times.get(key)) is not None
-    )
+    if a.session_id is not None and b.session_id is not None and a.session_id != b.session_id:
+        return False
+    if a.vantage in ON_PATH and b.vantage in ON_PATH and a.transport != b.transport:
+        return False
+    seen = {key: (sent, said, got) for key, sent, said, got in b.requests_seen}
+    pairs = [(sent, said, got, *seen[key]) for key, sent, said, got in a.requests_seen if key in seen]
+    if any(said_a is not None and said_b is not None and said_a != said_b for _, said_a, _, _, said_b, _ in pairs):
+        return False
+    requests = [(sent_a, sent_b) for sent_a, _, _, sent_b, _, _ in pairs]
+    return _one_offset(requests) and _one_offset([(got_a, got_b) for _, _, got_a, _, _, got_b in pairs])
+
+
+def _one_offset(times: list[tuple[float | None, float | None]]) -> bool:
+    """Nearly all of the two recordings' times of the same messages a near-constant offset apart (or no times)."""
+    offsets = sorted(b - a for a, b in times if a is not None and b is not None)
     if not offsets:
         return True
     middle = offsets[len(offsets) // 2]

@@ -2,8 +2,9 @@
 
 Reconstruction calls these for every `notifications/cancelled` and every client disconnect; each
 returns the anomalies to report. `disconnect` makes the disconnect the request's cancel where the
-revision says it is one, and elsewhere remembers it: `unposted_close` reports it when the request is
-finalised with no POSTed cancel after it.
+revision says it is one, and elsewhere remembers it; a POSTed cancel where the disconnect is the cancel
+is remembered too: `unmatched_mechanism` reports either when the request is finalised without the other
+half of the HTTP client's cancel (its POST, or its close).
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ def stray_cancel(
 
 
 def cancel_problems(session: SessionState, event: MessageEvent, sender: Side, own: PendingRequest) -> list[Anomaly]:
-    """A cancel of an open request by a peer that may not cancel, or by the wrong mechanism."""
+    """A cancel of an open request by a peer that may not cancel. A POST where closing the request's
+    stream is the cancel is remembered for `unmatched_mechanism` (a close may accompany it)."""
     facts = session.facts_for(own.declared_revision)
     if facts is None:
         return []
@@ -61,14 +63,9 @@ def cancel_problems(session: SessionState, event: MessageEvent, sender: Side, ow
         problems.append(
             session.anomaly(event, AnomalyName.CANCEL_UNKNOWN_REQUEST, what, target, method, requester=sender)
         )
-    if session.start.transport is Transport.STREAMABLE_HTTP and not facts.http_notification_is_cancel:
-        what = (
-            f"notifications/cancelled POSTed for id {target!r}; in {revision} the client cancels by "
-            "closing the request's SSE stream"
-        )
-        problems.append(
-            session.anomaly(event, AnomalyName.CANCEL_MECHANISM_MISMATCH, what, target, method, requester=sender)
-        )
+    http_post = session.start.transport is Transport.STREAMABLE_HTTP and not facts.http_notification_is_cancel
+    if http_post and not own.disconnected:  # after the client's close, the POST only accompanies the cancel
+        own.unclosed_post = event
     return problems
 
 
@@ -98,20 +95,42 @@ def disconnect(session: SessionState, item: PendingRequest, entry: TimelineEntry
             holds.hold(session, item)
     elif facts.http_disconnect_is_cancel is False and item.cancel is None:
         item.unposted_close = event
+    item.unclosed_post = None  # the close is the cancel the POST before it accompanied
 
 
-def unposted_close(session: SessionState, item: PendingRequest, *, ended: bool) -> Anomaly | None:
-    """When a request is finalised: the mismatch of a close that no POSTed cancel for it followed.
+def unmatched_mechanism(session: SessionState, item: PendingRequest, *, ended: bool) -> Anomaly | None:
+    """When a request is finalised: the mismatch of a close that no POSTed cancel for it followed
+    (2025-03-26 to 2025-11-25), or of a POSTed cancel with no close of the request's stream (2026-07-28).
 
     An HTTP client ends its own request when the call is cancelled (Go's net/http closes the connection
     of a request whose context ends) and POSTs the cancel on another connection, in either order and
     with no bound the recording could state (0.15 to 0.4 ms after the close in the Go SDK samples, after
     the server's end of the response and the client's RST in one of them); other calls of the client may
     come between. So the close is judged when nothing later can name the request any more: when its
-    timeline is finalised (the recording ended, or its hold ran out after its stream ended)."""
-    close = item.unposted_close
+    timeline is finalised (the recording ended, or its hold ran out after its stream ended).
+
+    The Go SDK client does the same under 2026-07-28: it closes the call's stream, which is the cancel
+    there, and POSTs notifications/cancelled too (0.3 ms before the close to 1.2 ms after it in the samples
+    gosdk-client-ts2sdk-server-http-2026-07-28-*): the spec neither requires nor forbids the POST, so
+    only a POST that no close of the stream accompanies is the mismatch."""
     facts = session.facts_for(item.declared_revision)
-    if close is None or facts is None:
+    if facts is None:
+        return None
+    if item.unclosed_post is not None:
+        what = (
+            f"notifications/cancelled POSTed for id {item.request_id!r}; in {facts.revision} the client "
+            "cancels by closing the request's SSE stream"
+        )
+        return session.anomaly(
+            item.unclosed_post,
+            AnomalyName.CANCEL_MECHANISM_MISMATCH,
+            what,
+            item.request_id,
+            item.method,
+            requester=item.requester,
+        )
+    close = item.unposted_close
+    if close is None:
         return None
     until = "before the recording ended" if ended else "while the call was held"
     what = (

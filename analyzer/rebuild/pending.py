@@ -80,7 +80,10 @@ class PendingRequest:
     disconnected: bool = False
     unposted_close: TransportEvent | None = None
     """The client's close of its stream before the reply, where a disconnect is no cancel (2025-03-26 to
-    2025-11-25), while no notifications/cancelled for it has followed (`cancels.unposted_close`)."""
+    2025-11-25), while no notifications/cancelled for it has followed (`cancels.unmatched_mechanism`)."""
+    unclosed_post: MessageEvent | None = None
+    """A notifications/cancelled POSTed for it where closing its stream is the cancel (2026-07-28), while
+    the client has not closed its stream (`cancels.unmatched_mechanism`)."""
     proof_seq: int | None = None
     """Seq from which the receiver provably had read the cancel (stdio ordering proof)."""
     last_progress: float | None = None

@@ -401,7 +401,7 @@ class Reconstructor:
         item.log.catch_up()  # its share of its stream's messages, before anything reads its log
         if judged and item.gave_up is not None:
             self._out.extend(gave_up.unsent_cancel(session, item, ended=ended))
-        if (mismatch := cancels.unposted_close(session, item, ended=ended)) is not None:
+        if (mismatch := cancels.unmatched_mechanism(session, item, ended=ended)) is not None:
             self._out.append(mismatch)
         own_token = session.remove_open(item)
         forgotten = self.finished.retire(session, item, judged=judged, own_token=own_token, ended=ended)
