@@ -56,7 +56,8 @@ class Conn:
     client's (`reset_by_client`)."""
     reset_by_client: bool = False
     """The client's RST ended it: server bytes captured after it left before it reached the server (a TCP
-    that has taken a RST sends nothing more), so they are read, as crossing the close."""
+    that has taken a RST sends nothing more), so they are read, as crossing the close, for a grace
+    (`capture_pass.grace`; then it is a `ResetConn`)."""
     replies_unread: str = ""
     """Why the server→client direction is no longer read (a gap, a bad response, an HTTP/2 flood or bad
     frame), once it is not: the replies of its open and later exchanges are not judged as absent."""
