@@ -20,9 +20,9 @@ short or damaged, what tshark said, IP fragments and unknown link types the dire
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from heapq import heappop, heappush
-from itertools import count
 
 from ...model import AnomalyName, Event, Vantage
 from ..base import InputSource, ReadOptions
@@ -76,7 +76,7 @@ class CapturePass:
         """Frames whose payload the snaplen cut: [count, first frame, its captured bytes, its tcp.len]."""
         self.resets: list[tuple[float, int, Conn]] = []
         """Reset connections by the time they retire (a heap: `grace`)."""
-        self._order = count()
+        self._order = itertools.count()
         self.finished_early: tuple[int, int] = (0, 0)
         """Connections finished early as too many were open (`MAX_LIVE_CONNS`): (count, first frame)."""
 
@@ -217,8 +217,8 @@ class CapturePass:
             if type(old) is Conn:
                 self.http.finish(old)
             del self.conns[old.stream]
-        count, first = self.finished_early
-        self.finished_early = (count + len(olds), first or new.active or self.sessions.frame)
+        done, first = self.finished_early
+        self.finished_early = (done + len(olds), first or self.sessions.frame)
 
     def _classify(self, conn: Conn, f: Frame, from_client: bool) -> None:
         server_port = conn.tcp.server[1]
@@ -284,11 +284,11 @@ class CapturePass:
             if type(conn) is Conn:  # one at rest has nothing open
                 self.http.finish(conn)
         if self.finished_early[0]:
-            count, first = self.finished_early
+            done, first = self.finished_early
             self.sessions.anomaly(
                 None,
                 AnomalyName.CAPTURE_TOO_MANY_CONNECTIONS,
-                f"more than {MAX_LIVE_CONNS} TCP connections were open at once: {count} of them (the least "
+                f"more than {MAX_LIVE_CONNS} TCP connections were open at once: {done} of them (the least "
                 f"recently active, from frame {first} on) were finished early, as the end of the capture "
                 "finishes one; a later segment of one was read as a new connection",
                 frame=first,
