@@ -188,6 +188,8 @@ class CapturePass:
             if self.conns.get(conn.stream) is not conn:
                 continue  # finished already (too many open)
             self.http.finish(conn)
+            if conn.last is not None:
+                conn.last.sse = None  # its stream ended with the connection: nothing feeds its parser again
             late = grace(conn)
             self.conns[conn.stream] = ResetConn(
                 conn.stream, conn.tcp.server, conn.tcp.down.next, conn.last, retires - late, late, conn.active
