@@ -57,6 +57,11 @@ def grace(conn: Conn) -> float:
     return max(GRACE_FLOOR, min(2 * conn.round_trip, GRACE_CAP))
 
 
+def _recency(conn: Conn | IdleConn | ResetConn) -> int:
+    """The last frame read on CONN; 0 for one at rest, which keeps no frame number (a few hundred bytes)."""
+    return 0 if isinstance(conn, IdleConn) else conn.active
+
+
 class CapturePass:
     """One pass over one capture. All state lives here; nothing is module-level."""
 
@@ -156,7 +161,6 @@ class CapturePass:
                 conn.retires = f.ts + grace(conn)
                 heappush(self.resets, (conn.retires, next(self._order), conn))
         elif (rest := conn.rest()) is not None:
-            rest.active = f.number
             self.conns[conn.stream] = rest  # at rest: its parsers and history are let go
 
     def _new_conn(self, f: Frame) -> Conn:
@@ -212,9 +216,10 @@ class CapturePass:
             self.http.server_bytes(tomb.last, f.length, why)
 
     def _too_many(self, new: Conn) -> None:
-        """More than `MAX_LIVE_CONNS` connections: the least recently active are finished now, as the end of
-        the capture finishes them, and counted (`_finish` names them)."""
-        olds = sorted((c for c in self.conns.values() if c is not new), key=lambda c: c.active)[:RETIRE_BATCH]
+        """More than `MAX_LIVE_CONNS` connections: those at rest first (nothing is open on them), then the least
+        recently active, are finished now as the end of the capture finishes them, and counted (`_finish` names
+        them)."""
+        olds = sorted((c for c in self.conns.values() if c is not new), key=_recency)[:RETIRE_BATCH]
         for old in olds:
             if type(old) is Conn:
                 self.http.finish(old)

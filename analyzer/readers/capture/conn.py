@@ -133,8 +133,6 @@ class IdleConn:
     kind: ConnKind
     exchanges: int
     """Exchanges so far (the next one's number)."""
-    active: int = 0
-    """The frame that left it at rest."""
 
     def revive(self) -> Conn:
         tcp = TcpConnection(self.client, self.server, reassemble=self.kind is ConnKind.HTTP)
