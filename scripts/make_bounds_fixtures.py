@@ -217,6 +217,32 @@ def response_budget() -> None:
     (folder / "clean.expect.toml").write_text("# two 12 MiB bodies open at once (24 MiB): both read\nfinding = []\n")
 
 
+def too_many_connections() -> None:
+    """One tools/call answered as JSON on a keep-alive connection, then thousands of handshakes left open: past
+    4,096 connections at once the least recently active are finished early and named; 4,000 are clean."""
+    folder = RULES / "too-many-connections"
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, opened in (("triggers", 4100), ("clean", 4000)):
+            raw = Path(tmp) / f"{name}.pcapng"
+            cap = synth_capture.Pcapng(raw)
+            first = synth_capture.Tcp(cap, 9000)
+            synth_capture.post(first, json.loads(synth_capture.call(1)), None)
+            answer = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"content": [], "isError": False}}).encode()
+            head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(answer)}\r\n\r\n"
+            first.send(False, head.encode() + answer)
+            for n in range(opened):
+                synth_capture.Tcp(cap, 10_000 + n)
+            cap.close()
+            (folder / f"{name}.pcapng.gz").write_bytes(gzip.compress(raw.read_bytes(), 9, mtime=0))
+    (folder / "triggers.expect.toml").write_text(
+        "# 4,101 connections open at once (one answered, 4,100 handshakes): the 4,097th is one too many at\n"
+        "# frame 12291; the 256 least recently active are finished early and named\n"
+        '[[finding]]\nseverity = "warning"\ncertainty = "exact"\nevidence = [12291]\n'
+    )
+    (folder / "clean.expect.toml").write_text("# 4,001 connections open at once: all kept\nfinding = []\n")
+
+
 def lines_of(rows: list[Any]) -> bytes:
     """Records (dicts) or raw record text (str, for what json.dumps cannot write; TS is a time), one per line."""
     texts = (row.replace("TS", repr(T0 + 2)) if isinstance(row, str) else json.dumps(row) for row in rows)
@@ -336,6 +362,7 @@ def main() -> None:
     implausible_frame_time()
     task_call_id_reused()
     response_budget()
+    too_many_connections()
     hostile_transcripts()
     hostile_captures()
     sweep_expectations()

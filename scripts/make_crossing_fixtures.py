@@ -28,6 +28,16 @@ result is captured after it:
   h2-result-after-client-rst.pcapng  the RST is the client's: a TCP that has taken a RST sends nothing
                                more, so the DATA left before the RST reached the server: it crossed it.
   h2-result-after-server-rst.pcapng  the reverse: the RST is the server's; nothing it sends after is read.
+
+Over HTTP/1.1, the same SSE exchange; the client resets the connection (RST, as an aborting client's kernel
+does) and the server's event with the result is captured later. The handshake's round trip is 0.1 ms, so
+the reader keeps the connection a grace of 1 s (its floor) after the RST (`capture_pass.grace`):
+
+  h1-result-inside-grace.pcapng  the event 0.9 s after the RST: sent before the RST reached the server (a
+                               TCP that has taken a RST sends nothing more): read, as crossing it.
+  h1-result-past-grace.pcapng    the event 1.1 s after it: past any round trip the capture shows, the
+                               connection was finished; the bytes are counted as sent after the reset,
+                               not read.
 """
 
 from __future__ import annotations
@@ -163,6 +173,16 @@ def write_h2(out: Path, *, client_resets: bool) -> None:
     cap.close()
 
 
+def write_rst(out: Path, *, late: float) -> None:
+    cap = Pcapng(out)
+    fin, at = open_sse_exchange(cap)
+    segment(cap, True, fin, 0, RST)
+    cap.ts += late - 0.0001  # the next packet adds 0.1 ms
+    result = {"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "exported"}]}}
+    segment(cap, False, at, fin, ACK | PSH, f"event: message\ndata: {json.dumps(result)}\n\n".encode())
+    cap.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=REPO / "tests" / "fixtures" / "crossing")
@@ -174,6 +194,8 @@ def main() -> int:
     write_note(args.out / "note-after-fin.pcapng", crossed=False)
     write_h2(args.out / "h2-result-after-client-rst.pcapng", client_resets=True)
     write_h2(args.out / "h2-result-after-server-rst.pcapng", client_resets=False)
+    write_rst(args.out / "h1-result-inside-grace.pcapng", late=0.9)
+    write_rst(args.out / "h1-result-past-grace.pcapng", late=1.1)
     return 0
 
 

@@ -6,6 +6,7 @@ SDK loses segments from a capture, floods, or writes a bad frame on purpose. Det
 
     .venv/bin/python scripts/synth_silence.py fixtures [--out DIR]
     .venv/bin/python scripts/synth_silence.py idle OUT CONNECTIONS [--again]
+    .venv/bin/python scripts/synth_silence.py resets OUT CONNECTIONS
 
 `fixtures` writes the tests' captures into DIR (tests/fixtures/silence/):
 
@@ -34,6 +35,10 @@ SDK loses segments from a capture, floods, or writes a bad frame on purpose. Det
 `idle` writes CONNECTIONS HTTP/1.1 keep-alive connections, each one tools/call answered as JSON and then left
 open (no FIN), for the idle-connection memory measurement; with `--again`, each then carries a second call
 (answered) and closes.
+
+`resets` writes CONNECTIONS HTTP/1.1 connections, one every 50 ms, each a tools/call answered
+`200 text/event-stream` with half an SSE event, then the client's FIN and RST (as the benchmark's clients
+cancel), for the reset-connection memory measurement.
 """
 
 from __future__ import annotations
@@ -272,6 +277,19 @@ def idle(out: Path, connections: int, again: bool) -> None:
     cap.close()
 
 
+def resets(out: Path, connections: int) -> None:
+    cap = Pcapng(out)
+    for n in range(connections):
+        tcp = Tcp(cap, 10_000 + n % 50_000)
+        post(tcp, json.loads(call(n + 1)), None)
+        tcp.send(False, b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
+        tcp.send(False, b'event: message\ndata: {"jsonrpc": "2.0", "method": "notifications/progress", ')
+        tcp.fin(True)
+        tcp._segment(True, b"", 0x04)
+        cap.ts += 0.05
+    cap.close()
+
+
 def fixtures(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for how in ("gap", "none", "long-line"):
@@ -299,9 +317,14 @@ def main() -> None:
     many.add_argument("out", type=Path)
     many.add_argument("connections", type=int)
     many.add_argument("--again", action="store_true", help="then a second call on each, and both FINs")
+    reset = sub.add_parser("resets")
+    reset.add_argument("out", type=Path)
+    reset.add_argument("connections", type=int)
     args = ap.parse_args()
     if args.kind == "fixtures":
         fixtures(args.out)
+    elif args.kind == "resets":
+        resets(args.out, args.connections)
     else:
         idle(args.out, args.connections, args.again)
 

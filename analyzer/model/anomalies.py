@@ -170,6 +170,8 @@ class AnomalyName(StrEnum):
     """Overlapping TCP segments carried different bytes; the first were kept (CW921)."""
     CAPTURE_RESPONSE_BUDGET_EXCEEDED = "capture.response-budget-exceeded"
     """A response body or SSE event not read: the responses held at once passed the memory budget (CW940)."""
+    CAPTURE_TOO_MANY_CONNECTIONS = "capture.too-many-connections"
+    """More TCP connections open at once than the reader holds: the least recent were finished early (CW943)."""
 
     # har.*: HAR files
     HAR_REQUEST_FAILED = "har.request-failed"

@@ -20,19 +20,46 @@ short or damaged, what tshark said, IP fragments and unknown link types the dire
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
+from heapq import heappop, heappush
 
 from ...model import AnomalyName, Event, Vantage
 from ..base import InputSource, ReadOptions
 from ..http.http2_joined import starts_with_frames
-from .conn import Conn, ConnKind, IdleConn
+from .conn import Conn, ConnKind, IdleConn, ResetConn
 from .frames import Frame, FrameSource
 from .over_http1 import HttpCapture, looks_http, looks_http_server
 from .sessions import Sessions
-from .tcp import ACK, FIN, RST, SYN, Delivered, TcpConnection, client_by_handshake
+from .tcp import ACK, FIN, RST, SYN, Delivered, TcpConnection, client_by_handshake, seq_before
 
 TLS_HEADER = 5
 """Bytes of a TLS record's header: a record's ciphertext is at least its plaintext and these."""
+GRACE_FLOOR = 1.0
+"""Seconds a reset connection is read on at least (`grace`): the most the round trips a recording shows may
+widen a race window to (`rebuild.ordering.MAX_MEASURED_WINDOW`): later than that after a cancel, a reply
+is judged late on any channel."""
+GRACE_CAP = 10.0
+"""Seconds at most; also the grace of a connection whose handshake was not captured (no round trip)."""
+MAX_LIVE_CONNS = 4096
+"""Connections held at once (read, at rest or reset): an open SSE exchange costs about 11 KiB, so 45 MB."""
+RETIRE_BATCH = MAX_LIVE_CONNS // 16
+"""Connections finished early at a time once there are too many (the least recently active)."""
+
+
+def grace(conn: Conn) -> float:
+    """How long after a RST the connection is still read: what the server sent before the RST reached it is
+    captured at most a round trip (capture point → server → capture point) after the RST. That round trip
+    is measured by the handshake (SYN to SYN/ACK), whose segments meet empty queues: twice it, for data
+    queued behind data, at least `GRACE_FLOOR` and at most `GRACE_CAP`."""
+    if conn.round_trip is None:
+        return GRACE_CAP
+    return max(GRACE_FLOOR, min(2 * conn.round_trip, GRACE_CAP))
+
+
+def _recency(conn: Conn | IdleConn | ResetConn) -> int:
+    """The last frame read on CONN; 0 for one at rest, which keeps no frame number (a few hundred bytes)."""
+    return 0 if isinstance(conn, IdleConn) else conn.active
 
 
 class CapturePass:
@@ -43,7 +70,7 @@ class CapturePass:
         self.options = options
         self.sessions = Sessions(source.name, options.session_vantage(Vantage.WIRE))
         self.http = HttpCapture(self.sessions, options.inflate.max_ratio)
-        self.conns: dict[int, Conn | IdleConn] = {}
+        self.conns: dict[int, Conn | IdleConn | ResetConn] = {}
         self.frames = 0
         self.http_conns = 0
         self.encrypted: set[int] = set()
@@ -52,6 +79,11 @@ class CapturePass:
         """Frames whose time cannot be a clock reading: (count, first frame, its time as tshark gave it)."""
         self.cut: list[int] = [0, 0, 0, 0]
         """Frames whose payload the snaplen cut: [count, first frame, its captured bytes, its tcp.len]."""
+        self.resets: list[tuple[float, int, Conn]] = []
+        """Reset connections by the time they retire (a heap: `grace`)."""
+        self._order = itertools.count()
+        self.finished_early: tuple[int, int] = (0, 0)
+        """Connections finished early as too many were open (`MAX_LIVE_CONNS`): (count, first frame)."""
 
     def events(self, source: FrameSource) -> Iterator[Event]:
         """Every event of the capture, reading each frame `source` gives, then what it could not read."""
@@ -64,6 +96,8 @@ class CapturePass:
             sessions.frame, sessions.ts = parsed.number, parsed.ts
             if parsed.ts is None:
                 self._untimed(parsed.number, parsed.clock)
+            elif self.resets and parsed.ts > self.resets[0][0]:
+                self._retire(parsed.ts)
             self._frame(parsed)
             if out:
                 yield from out
@@ -78,17 +112,13 @@ class CapturePass:
 
     def _frame(self, f: Frame) -> None:
         known = self.conns.get(f.stream)
-        if known is None:
-            if not f.length and not f.flags & SYN:
-                return  # a late ACK/FIN/RST of a connection already finished (or never seen opening)
-            conn = self.conns[f.stream] = self._new_conn(f)
-        elif type(known) is IdleConn:
-            if not f.length and not f.flags & (SYN | FIN | RST) and not f.decrypted:
-                return  # an ACK of a connection at rest: nothing waits for it
-            conn = self.conns[f.stream] = known.revive()
-        else:
-            conn = known  # type: ignore[assignment]  # the type test above leaves Conn
+        conn = known if isinstance(known, Conn) else self._conn(f, known)
+        if conn is None:
+            return
+        conn.active = f.number
         from_client = (f.src, f.sport) == conn.tcp.client
+        if f.flags & SYN and not from_client and conn.opened is not None and conn.round_trip is None:
+            conn.round_trip = f.ts - conn.opened if f.ts is not None else None
         if f.payload and conn.kind is ConnKind.UNKNOWN:
             self._classify(conn, f, from_client)
         if not from_client and f.length and f.flags & ACK and self._keeps_acks(conn):
@@ -100,10 +130,38 @@ class CapturePass:
         events = conn.tcp.segment(f, from_client)
         if events:
             self.http.tcp(conn, events)
-            if conn.tcp.closed or (conn.tcp.reset and not conn.kind.read):
-                del self.conns[conn.stream]  # nothing is open on it any more
-            elif (rest := conn.rest()) is not None:
-                self.conns[conn.stream] = rest  # at rest: its parsers and history are let go
+            self._after(conn, f)
+
+    def _conn(self, f: Frame, known: IdleConn | ResetConn | None) -> Conn | None:
+        """The connection frame F is read on when it has none being read (KNOWN: what is kept of it), or None
+        when there is nothing to read it for."""
+        if known is None:
+            if not f.length and not f.flags & SYN:
+                return None  # a late ACK/FIN/RST of a connection already finished (or never seen opening)
+            conn = self.conns[f.stream] = self._new_conn(f)
+            if len(self.conns) > MAX_LIVE_CONNS:
+                self._too_many(conn)
+            return conn
+        if type(known) is IdleConn:
+            if not f.length and not f.flags & (SYN | FIN | RST) and not f.decrypted:
+                return None  # an ACK of a connection at rest: nothing waits for it
+            conn = self.conns[f.stream] = known.revive()
+            return conn
+        if type(known) is ResetConn:
+            self._after_reset(known, f)
+        return None
+
+    def _after(self, conn: Conn, f: Frame) -> None:
+        """What the connection keeps once frame F's events are read: nothing when it is over, a grace once
+        reset (`grace`), a few hundred bytes at rest (`IdleConn`)."""
+        if conn.tcp.closed or (conn.tcp.reset and not conn.kind.read):
+            del self.conns[conn.stream]  # nothing is open on it any more
+        elif conn.reset:
+            if conn.retires is None and f.ts is not None:
+                conn.retires = f.ts + grace(conn)
+                heappush(self.resets, (conn.retires, next(self._order), conn))
+        elif (rest := conn.rest()) is not None:
+            self.conns[conn.stream] = rest  # at rest: its parsers and history are let go
 
     def _new_conn(self, f: Frame) -> Conn:
         src, dst = (f.src, f.sport), (f.dst, f.dport)
@@ -118,7 +176,56 @@ class CapturePass:
             else:
                 client = dst if f.payload.startswith(b"HTTP/1.") or f.sport in ports else src
         server = dst if client == src else src
-        return Conn(f.stream, TcpConnection(client, server), h2_midway=midway)
+        conn = Conn(f.stream, TcpConnection(client, server), h2_midway=midway)
+        if f.flags & SYN and not f.flags & ACK:
+            conn.opened = f.ts
+        return conn
+
+    # -- bounds ------------------------------------------------------------------------------------
+
+    def _retire(self, now: float) -> None:
+        """Reset connections whose grace is over at NOW: finished as the capture's end finishes them, and
+        only what a later server segment needs kept (`ResetConn`)."""
+        resets = self.resets
+        while resets and resets[0][0] < now:
+            retires, _, conn = heappop(resets)
+            if self.conns.get(conn.stream) is not conn:
+                continue  # finished already (too many open)
+            self.http.finish(conn)
+            if conn.last is not None:
+                conn.last.sse = None  # its stream ended with the connection: nothing feeds its parser again
+            late = grace(conn)
+            self.conns[conn.stream] = ResetConn(
+                conn.stream, conn.tcp.server, conn.tcp.down.next, conn.last, retires - late, late, conn.active
+            )
+
+    def _after_reset(self, tomb: ResetConn, f: Frame) -> None:
+        """A segment of a connection retired after its reset: server payload past what was read is counted."""
+        if not f.length or (f.src, f.sport) != tomb.server:
+            return
+        end = (f.seq + f.length) & 0xFFFFFFFF
+        if tomb.down is not None and not seq_before(tomb.down, end):
+            return  # a retransmission of bytes read before
+        tomb.down = end
+        if tomb.last is not None:
+            after = f"{f.ts - tomb.reset_at:.3f} s " if f.ts is not None else ""
+            why = (
+                f"{after}after the connection was reset, past the {tomb.grace:.3f} s in which it could have sent "
+                "them before the reset reached it (a TCP that has taken a RST sends nothing more): not read"
+            )
+            self.http.server_bytes(tomb.last, f.length, why)
+
+    def _too_many(self, new: Conn) -> None:
+        """More than `MAX_LIVE_CONNS` connections: those at rest first (nothing is open on them), then the least
+        recently active, are finished now as the end of the capture finishes them, and counted (`_finish` names
+        them)."""
+        olds = sorted((c for c in self.conns.values() if c is not new), key=_recency)[:RETIRE_BATCH]
+        for old in olds:
+            if type(old) is Conn:
+                self.http.finish(old)
+            del self.conns[old.stream]
+        done, first = self.finished_early
+        self.finished_early = (done + len(olds), first or self.sessions.frame)
 
     def _classify(self, conn: Conn, f: Frame, from_client: bool) -> None:
         server_port = conn.tcp.server[1]
@@ -183,6 +290,16 @@ class CapturePass:
         for conn in self.conns.values():
             if type(conn) is Conn:  # one at rest has nothing open
                 self.http.finish(conn)
+        if self.finished_early[0]:
+            done, first = self.finished_early
+            self.sessions.anomaly(
+                None,
+                AnomalyName.CAPTURE_TOO_MANY_CONNECTIONS,
+                f"more than {MAX_LIVE_CONNS} TCP connections were open at once: {done} of them (the least "
+                f"recently active, from frame {first} on) were finished early, as the end of the capture "
+                "finishes one; a later segment of one was read as a new connection",
+                frame=first,
+            )
         if self.encrypted:
             streams = ", ".join(map(str, sorted(self.encrypted)))
             why = (

@@ -56,12 +56,21 @@ class Conn:
     client's (`reset_by_client`)."""
     reset_by_client: bool = False
     """The client's RST ended it: server bytes captured after it left before it reached the server (a TCP
-    that has taken a RST sends nothing more), so they are read, as crossing the close."""
+    that has taken a RST sends nothing more), so they are read, as crossing the close, for a grace
+    (`capture_pass.grace`; then it is a `ResetConn`)."""
     replies_unread: str = ""
     """Why the server→client direction is no longer read (a gap, a bad response, an HTTP/2 flood or bad
     frame), once it is not: the replies of its open and later exchanges are not judged as absent."""
     reported: set[tuple[AnomalyName, bool]] = field(default_factory=set)
     """(anomaly, from_client) said once per direction already: overlap conflicts, data after FIN."""
+    opened: float | None = None
+    """When the client's SYN was captured (None: no handshake seen)."""
+    round_trip: float | None = None
+    """SYN to SYN/ACK as captured: a round trip between the capture point and the server."""
+    retires: float | None = None
+    """Once reset: the capture time past which it is finished (`capture_pass.grace`)."""
+    active: int = 0
+    """The last frame of it read (the least recently active go first when too many are open)."""
 
     def first_time(self, name: AnomalyName, from_client: bool) -> bool:
         """True the first time `name` is reported for this direction of the connection."""
@@ -129,6 +138,26 @@ class IdleConn:
         tcp = TcpConnection(self.client, self.server, reassemble=self.kind is ConnKind.HTTP)
         tcp.up.next, tcp.down.next = self.up, self.down
         return Conn(self.stream, tcp, self.kind, Http1Connection(exchanges=self.exchanges))
+
+
+@dataclass(slots=True)
+class ResetConn:
+    """A connection reset longer ago than its grace (`capture_pass.grace`): finished as the capture's end
+    finishes one, its parsers, history and exchanges let go. A TCP that has taken a RST sends nothing more,
+    so server bytes captured after it were sent before the RST reached the server, at most a round trip
+    after the capture saw it; past that nothing sent before can still come, and a later server payload
+    segment is counted as bytes after the reset (SERVER_BYTES on the exchange the reset ended), not read,
+    nor taken for a new connection."""
+
+    stream: int
+    server: Endpoint
+    down: int | None
+    """The sequence number after the last server byte read (None: the server sent nothing)."""
+    last: Exchange | None
+    """The exchange later server bytes are charged to (`Conn.last`)."""
+    reset_at: float
+    grace: float
+    active: int
 
 
 class HttpSide(Protocol):
