@@ -99,7 +99,7 @@ class _Memory(Generic[_K, _V]):
 
     def pop(self, store: Hashable, key: _K) -> None:
         found = self._stores.get(store)
-        if found is not None and found.pop(key, None) is not None:
+        if found and found.pop(key, None) is not None:
             self._size -= 1
 
     def put(self, store: Hashable, key: _K, value: _V) -> bool:
@@ -166,16 +166,17 @@ class FinishedRequests:
         `reconstruct.tombstones-forgotten` anomaly the first time an old tombstone had to go."""
         last = item.log.newest
         store, request_id = (session.key, item.requester), item.request_id
-        for memory in (self._requests, self._held):
-            memory.pop(store, request_id)  # an id used again: its newest use goes to the end
         # one copy of each method name for all of them (the parser gives every message its own)
         method = sys.intern(item.method)
+        # an id used again: its newest use goes to the end (`put`), and out of the other memory
         tomb: _Finished
         if judged and not ended and not item.replied and item.cancel is not None:
             tomb = HeldTombstone(method, last.ts, _bare(item.cancel), item.proof_seq, item.is_task)
+            self._requests.pop(store, request_id)
             forgot = self._held.put(store, request_id, tomb)
         else:
             tomb = Tombstone(method, last.ts, judged, item.is_task)
+            self._held.pop(store, request_id)
             forgot = self._requests.put(store, request_id, tomb)
         if own_token and item.progress_token is not None:
             self._tokens.put(session.key, item.progress_token, tomb)  # a token used again goes to the end
