@@ -1,21 +1,27 @@
 """What reconstruction remembers of requests it has finalised, bounded per input.
 
 A late cancel, reply or progress notification names a request whose timeline is already gone. A small
-tombstone per finished request (method, last position) tells "after completion" from "never sent"; a
-finished progress token tells late progress from progress for an unknown token. A cancelled request
-judged unanswered at the end of its hold keeps its cancel, so a reply that comes later still is
+tombstone per finished request (method, time of its last entry) tells "after completion" from "never
+sent"; a finished progress token tells late progress from progress for an unknown token. A cancelled
+request judged unanswered at the end of its hold keeps its cancel, so a reply that comes later still is
 linked to it and judged against that cancel; those are remembered apart, so that the requests that
 finish after it (a busy session answers thousands in a hold) do not push it out. Memory is bounded per
 input across its sessions (each memory to `limit`): the oldest are forgotten first, and the first time
 that happens the `reconstruct.tombstones-forgotten` anomaly says so.
+
+Each memory is one plain dict per session (and side) keyed by the id or token as recorded, with a queue
+of what came in order: about 150 B a finished request and as much for its token (issue 20: one ordered
+dict keyed by (session, side, id) tuples, with an object per tombstone, took about 450 B for both).
 """
 
 from __future__ import annotations
 
 import sys
-from collections import OrderedDict
+from collections import deque
+from collections.abc import Hashable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from ..model import (
     Anomaly,
@@ -33,20 +39,31 @@ from .ordering import relate
 from .pending import PendingRequest, SessionState
 
 
-@dataclass(slots=True)
-class Tombstone:
+class Tombstone(NamedTuple):
+    """A finished request: what a late cancel, reply or reuse of its id is told."""
+
     method: str
     """Method of the finished request."""
-    seq: int
-    """Position of its last entry."""
     ts: float | None
     """Time of its last entry, if known."""
-    judged: bool = True
+    judged: bool
     """False for a request flushed or superseded unanswered: a later reply to it is no anomaly."""
-    unanswered_cancel: CancelInfo | None = None
-    """The cancel of a request judged at the end of its hold with no reply yet (a later reply is judged
-    against it), with the position from which the receiver provably had read it."""
-    proof_seq: int | None = None
+    task: bool
+    """A task-augmented request: its progress goes on after its CreateTaskResult (Progress, 2025-11-25)."""
+
+
+@dataclass(slots=True)
+class HeldTombstone:
+    """A cancelled request judged at the end of its hold with no reply yet: a later reply is judged
+    against its cancel, with the position from which the receiver provably had read it."""
+
+    method: str
+    ts: float | None
+    unanswered_cancel: CancelInfo | None
+    """None once a reply came (a second one is a reply to an answered request)."""
+    proof_seq: int | None
+    task: bool
+    judged: bool = True
 
 
 class TokenState(StrEnum):
@@ -59,8 +76,63 @@ class TokenState(StrEnum):
     or one flushed unjudged: later progress for it is no anomaly."""
 
 
-_RequestKey = tuple[str, Side, RequestId]
-_TokenKey = tuple[str, str | int]
+_K = TypeVar("_K", bound=Hashable)
+_V = TypeVar("_V")
+
+
+class _Memory(Generic[_K, _V]):
+    """Values by (store, key), at most `limit` of them, oldest forgotten first; a key put again goes to
+    the end. One plain dict per store (a session, or a session's side) keyed by the bare key, and a
+    queue of dict, key and value, three slots each (no tuple per entry), in the order they came: an
+    entry whose dict no longer holds that very value was put again or removed since, and is skipped (and
+    dropped when the queue gets long)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._stores: dict[Hashable, dict[_K, _V]] = {}
+        self._queue: deque[Any] = deque()
+        self._size = 0
+
+    def get(self, store: Hashable, key: _K) -> _V | None:
+        found = self._stores.get(store)
+        return None if found is None else found.get(key)
+
+    def pop(self, store: Hashable, key: _K) -> None:
+        found = self._stores.get(store)
+        if found and found.pop(key, None) is not None:
+            self._size -= 1
+
+    def put(self, store: Hashable, key: _K, value: _V) -> bool:
+        """Remember `value`; True when the oldest had to be forgotten for it."""
+        found = self._stores.get(store)
+        if found is None:
+            found = self._stores[store] = {}
+        if found.pop(key, None) is None:
+            self._size += 1
+        found[key] = value
+        queue = self._queue
+        queue.extend((found, key, value))
+        forgot = self._size > self.limit
+        while self._size > self.limit:
+            old, old_key, old_value = queue.popleft(), queue.popleft(), queue.popleft()
+            if old.get(old_key) is old_value:
+                del old[old_key]
+                self._size -= 1
+        if len(queue) > 3 * (2 * self._size + 16) or len(self._stores) > 2 * self._size + 16:
+            self._compact()
+        return forgot
+
+    def _compact(self) -> None:
+        """Drop the queue's stale entries and the stores emptied: both bounded by what is remembered."""
+        old, self._queue = self._queue, deque()
+        while old:
+            found, key, value = old.popleft(), old.popleft(), old.popleft()
+            if found.get(key) is value:
+                self._queue.extend((found, key, value))
+        self._stores = {store: found for store, found in self._stores.items() if found}
+
+
+_Finished = Tombstone | HeldTombstone
 
 
 class FinishedRequests:
@@ -69,28 +141,23 @@ class FinishedRequests:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         """Finished requests (and, apart, their tokens) remembered before the oldest are forgotten."""
-        self._requests: OrderedDict[_RequestKey, Tombstone] = OrderedDict()
-        self._held: OrderedDict[_RequestKey, Tombstone] = OrderedDict()
-        """Requests judged unanswered at the end of their hold (`Tombstone.unanswered_cancel`), apart."""
-        self._tokens: OrderedDict[_TokenKey, tuple[str, TokenState]] = OrderedDict()
+        self._requests: _Memory[RequestId, Tombstone] = _Memory(limit)
+        self._held: _Memory[RequestId, HeldTombstone] = _Memory(limit)
+        """Requests judged unanswered at the end of their hold, apart."""
+        self._tokens: _Memory[str | int, _Finished] = _Memory(limit)
+        """The progress token of a finished request that still owned it: to its tombstone."""
         self._forgetting = False
 
-    def request(self, session_key: str, requester: Side, request_id: RequestId) -> Tombstone | None:
-        key = (session_key, requester, request_id)
-        return self._requests.get(key) or self._held.get(key)
+    def request(self, session_key: str, requester: Side, request_id: RequestId) -> _Finished | None:
+        store = (session_key, requester)
+        return self._requests.get(store, request_id) or self._held.get(store, request_id)
 
     def token(self, session_key: str, token: str | int) -> tuple[str, TokenState] | None:
         """The method of the finished request that carried `token`, and what later progress means."""
-        return self._tokens.get((session_key, token))
-
-    def remember_token(self, session_key: str, token: str | int, method: str, state: TokenState) -> None:
-        tokens = self._tokens
-        key = (session_key, token)
-        if key in tokens:
-            del tokens[key]  # a token used again: its newest use goes to the end
-        tokens[key] = (method, state)
-        if len(tokens) > self.limit:
-            tokens.popitem(last=False)
+        tomb = self._tokens.get(session_key, token)
+        if tomb is None:
+            return None
+        return tomb.method, TokenState.QUIET if tomb.task or not tomb.judged else TokenState.FINISHED
 
     def retire(
         self, session: SessionState, item: PendingRequest, *, judged: bool, own_token: bool, ended: bool = False
@@ -98,23 +165,21 @@ class FinishedRequests:
         """Remember a finalised request (and its progress token when it still owned it); the
         `reconstruct.tombstones-forgotten` anomaly the first time an old tombstone had to go."""
         last = item.log.newest
-        key = (session.key, item.requester, item.request_id)
-        for memory in (self._requests, self._held):
-            memory.pop(key, None)  # an id used again: its newest use goes to the end
+        store, request_id = (session.key, item.requester), item.request_id
         # one copy of each method name for all of them (the parser gives every message its own)
-        tomb = Tombstone(sys.intern(item.method), last.seq, last.ts, judged)
-        requests = self._requests
+        method = sys.intern(item.method)
+        # an id used again: its newest use goes to the end (`put`), and out of the other memory
+        tomb: _Finished
         if judged and not ended and not item.replied and item.cancel is not None:
-            tomb.unanswered_cancel, tomb.proof_seq = _bare(item.cancel), item.proof_seq
-            requests = self._held
-        requests[key] = tomb
-        forgot = len(requests) > self.limit
-        if forgot:
-            requests.popitem(last=False)
+            tomb = HeldTombstone(method, last.ts, _bare(item.cancel), item.proof_seq, item.is_task)
+            self._requests.pop(store, request_id)
+            forgot = self._held.put(store, request_id, tomb)
+        else:
+            tomb = Tombstone(method, last.ts, judged, item.is_task)
+            self._held.pop(store, request_id)
+            forgot = self._requests.put(store, request_id, tomb)
         if own_token and item.progress_token is not None:
-            # a task's progress goes on after its CreateTaskResult (Progress, 2025-11-25)
-            state = TokenState.QUIET if item.is_task or not judged else TokenState.FINISHED
-            self.remember_token(session.key, item.progress_token, tomb.method, state)
+            self._tokens.put(session.key, item.progress_token, tomb)  # a token used again goes to the end
         if not forgot or self._forgetting:
             return None
         self._forgetting = True
@@ -127,7 +192,7 @@ class FinishedRequests:
         tomb = self.request(session.key, sender.other, request_id)
         if tomb is not None and not tomb.judged:
             return None  # the reply to a request we flushed unjudged (reported when it was flushed)
-        if tomb is not None and tomb.unanswered_cancel is not None:
+        if isinstance(tomb, HeldTombstone) and tomb.unanswered_cancel is not None:
             cancel, tomb.unanswered_cancel = tomb.unanswered_cancel, None  # a second reply: already answered
             return _reply_after_hold(session, event, sender, request_id, tomb, cancel)
         why = f"already answered ({tomb.method})" if tomb else "never requested"
@@ -175,7 +240,7 @@ def _reply_after_hold(
     event: MessageEvent,
     sender: Side,
     request_id: RequestId,
-    tomb: Tombstone,
+    tomb: HeldTombstone,
     cancel: CancelInfo,
 ) -> Anomaly:
     """A reply to a cancelled request judged unanswered when its hold ended: related to its cancel
