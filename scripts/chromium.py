@@ -70,6 +70,10 @@ document.addEventListener("securitypolicyviolation", (e) => {
 """
 
 
+MAX_SHOT_HEIGHT = 16_384
+"""The tallest screenshot taken: Chromium refuses a taller one ("Page is too large", its largest texture)."""
+
+
 class BrowserError(RuntimeError):
     """Chromium or chromedriver is missing or did not start."""
 
@@ -120,8 +124,14 @@ class Browser:
         return self.driver.execute_script(script, *args)
 
     def screenshot(self, path: Path, *, full_page: bool = False) -> Path:
-        """A PNG of the first screen, or of the whole page (`full_page`)."""
-        shot = self.cdp("Page.captureScreenshot", format="png", captureBeyondViewport=full_page)
+        """A PNG of the first screen, or of the whole page (`full_page`), cut at MAX_SHOT_HEIGHT pixels."""
+        params: dict[str, Any] = {"format": "png", "captureBeyondViewport": full_page}
+        if full_page:
+            width, height = self.js(
+                "return [document.documentElement.scrollWidth, document.documentElement.scrollHeight]"
+            )
+            params["clip"] = {"x": 0, "y": 0, "width": width, "height": min(height, MAX_SHOT_HEIGHT), "scale": 1}
+        shot = self.cdp("Page.captureScreenshot", **params)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(shot["data"]))
         return path
