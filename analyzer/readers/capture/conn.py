@@ -83,11 +83,11 @@ class Conn:
         """What the connection keeps while it is at rest (`IdleConn`), or None when it is not: HTTP/1.1 with
         no exchange open, no byte held for reassembly or parsing, neither side closed, nothing broken or reset
         (an HTTP/2 connection keeps its HPACK tables: it is never at rest)."""
+        if self.exchanges or self.h2 is not None:  # the common case, after every segment: an exchange is open
+            return None
         tcp, up, down = self.tcp, self.tcp.up, self.tcp.down
         if (
-            self.h2 is not None
-            or self.exchanges
-            or self.answered_early
+            self.answered_early
             or self.reset
             or self.replies_unread
             or self.reported
@@ -110,8 +110,12 @@ class Conn:
         return self.h2.open_exchanges() if self.h2 is not None else self.http.open_exchanges()
 
     def current(self) -> Exchange | None:
-        """The exchange whose response is being sent (the oldest one not finished)."""
-        for n in self.open_numbers():
+        """The exchange whose response is being sent (the oldest one not finished). On HTTP/1.1 the first
+        of `exchanges`: they are kept in request order, each from its head to its response's end, as the
+        parser's open exchanges are (read on every server segment: no list of them is made)."""
+        if self.h2 is None:
+            return next(iter(self.exchanges.values()), None)
+        for n in self.h2.open_exchanges():
             if n in self.exchanges:
                 return self.exchanges[n]
         return None

@@ -177,12 +177,17 @@ class Sessions:
         self._ids: dict[str, str] = {}
         """Session key → the session id it was keyed by (`SessionStart.session_id`)."""
         self._queue: deque[Event | Slot] = deque()
+        self._origin = Origin(source)
+        """The last origin made (`origin`)."""
         """Events behind a slot not filled yet (empty: events go straight to `out`)."""
 
     # -- events ------------------------------------------------------------------------------------
 
     def origin(self, frame: int | None = None) -> Origin:
-        return Origin(self.source, frame=(frame if frame is not None else self.frame) or None)
+        at = (frame if frame is not None else self.frame) or None
+        if at != self._origin.frame:  # the events of one frame share their origin (records are immutable)
+            self._origin = Origin(self.source, frame=at)
+        return self._origin
 
     def emit(self, key: str, frame: int, ts: float | None, build: Build) -> None:
         if key not in self._started:

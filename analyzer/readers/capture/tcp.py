@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Final
 
 from .frames import Frame
 
@@ -49,11 +50,14 @@ their bytes then carry a later segment's acknowledgement, which can only say the
 Endpoint = tuple[str, int]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Delivered:
-    from_client: bool
-    data: bytes
-    acked: int | None = field(default=None, compare=False)
+    """Read-only (`Final`), not frozen at run time, as `frames.Frame`: one is made per segment delivered, and a
+    frozen dataclass sets each field through `object.__setattr__` (about three times slower to build)."""
+
+    from_client: Final[bool]
+    data: Final[bytes]
+    acked: Final[int | None] = field(default=None, compare=False)
     """The peer's sequence number the sender's TCP had acknowledged when it first sent these bytes: the
     acknowledgement of the earliest captured segment holding them or later bytes (TCP sends in order, so
     bytes behind a segment were written before it, even when they are captured only as a retransmission
