@@ -134,3 +134,15 @@ def test_client_fin_mid_request_body() -> None:
     assert kinds(out) == ["RequestHead"]
     out = conn.close_client()
     assert kinds(out) == ["ParseError"]
+
+
+def test_bad_response_is_reported_once_then_ignored() -> None:
+    # h11 will not follow the response to an HTTP/1.0 request: that is said once, not again at every later
+    # request head, and server bytes held from before are not read after it
+    conn = Http1Connection()
+    out = conn.feed_client(b"GET /a HTTP/1.0\r\n\r\n")
+    assert kinds(out) == ["RequestHead", "ParseError", "RequestEnd"]
+    assert isinstance(out[1], ParseError) and not out[1].from_client and out[1].exchange == 0
+    assert conn.feed_server(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n") == []
+    assert kinds(conn.feed_client(POST + POST)) == ["RequestHead", "RequestEnd"] * 2
+    assert conn.close_server() == []

@@ -341,6 +341,8 @@ class Http1Connection:
         self._waiting.append(_AwaitingResponse(head.exchange, head, plain=event is None, event=event))
         if head.method.upper() == "CONNECT":
             self.upgraded = True
+        if self.server_broken:  # reported once, when it broke
+            return
         if self._resp is None and self._body is None and (len(self._waiting) == 1 or not self._waiting[0].plain):
             self._start_response(out)  # (with an older plain request waiting, its response head is under way)
 
