@@ -16,6 +16,9 @@ gives the same events (`plain=False` is h11 alone, the tests' reference). h11 is
   parses that one response. Responses answer requests in order (HTTP/1.1 pipelining), so the
   response parser always works on the oldest request without a complete response.
 
+Responses are read in one loop (`_read_responses`), a step at a time, never a call per response: a
+hostile server's buffer of thousands of pipelined responses costs no deeper a stack than one.
+
 Server bytes that arrive before any request (a capture that starts mid-connection) are held up to
 `MAX_UNMATCHED_BYTES` and parsed once a request shows up. After a parse error a direction is not
 parsed any further (HTTP/1.1 has no way to find the next message boundary); the caller reports it.
@@ -150,7 +153,8 @@ class Http1Connection:
     _body: PlainBody | None = None
     """The response body being read without h11 (`http1_body`); `_resp` is None meanwhile."""
     _unmatched: bytearray = field(default_factory=bytearray)
-    """Server bytes with no request to answer, or before a plain response head is complete."""
+    """Server bytes h11 does not hold: with no request to answer, before a plain response head is
+    complete, or the start of a plain body until `_body_step` takes it."""
 
     # -- public API --------------------------------------------------------------------------------
 
@@ -197,20 +201,18 @@ class Http1Connection:
             self.server_broken = True
             return [ParseError(False, f"{len(data)} server bytes after the server's FIN")]
         out: list[HttpEvent] = []
-        if self._body is not None:
-            self._feed_body(data, out)
-            return out
-        if self._resp is None:
+        if self._body is not None:  # the next bytes of a plain body (most segments): read on once it ends
+            if not self._body_step(data, out):
+                return out
+        elif self._resp is not None:
+            self._resp.receive_data(data)
+        else:
             self._unmatched += data
-            if self._waiting:
-                self._plain_response(out)
-            elif len(self._unmatched) > MAX_UNMATCHED_BYTES:
+            if not self._waiting and len(self._unmatched) > MAX_UNMATCHED_BYTES:
                 self.server_broken = True
                 self._unmatched.clear()
-                out.append(ParseError(False, f"more than {MAX_UNMATCHED_BYTES} server bytes with no request"))
-            return out
-        self._resp.receive_data(data)
-        self._pump_responses(out)
+                return [ParseError(False, f"more than {MAX_UNMATCHED_BYTES} server bytes with no request")]
+        self._read_responses(out)
         return out
 
     def close_client(self) -> list[HttpEvent]:
@@ -246,11 +248,7 @@ class Http1Connection:
             self._waiting.popleft()
             self._body = None
             return out
-        if self._resp is None:  # h11 reads what is held, and the end
-            self._h11_response(out)
-        if self._resp is not None:
-            self._resp.receive_data(b"")
-            self._pump_responses(out, closing=True)
+        self._read_responses(out, fin=True)
         return out
 
     # -- internals ---------------------------------------------------------------------------------
@@ -342,7 +340,7 @@ class Http1Connection:
         if head.method.upper() == "CONNECT":
             self.upgraded = True
         if self._resp is None and self._body is None and (len(self._waiting) == 1 or not self._waiting[0].plain):
-            self._start_response(out)  # (with an older plain request waiting, its response head is under way)
+            self._read_responses(out)  # (with an older plain request waiting, its response head is under way)
 
     def _request_end(self, out: list[HttpEvent]) -> None:
         """A request ended: the bytes h11 has not consumed start the next request (keep-alive)."""
@@ -362,36 +360,47 @@ class Http1Connection:
             self._req.receive_data(rest)
         self._req.receive_data(b"")
 
-    def _start_response(self, out: list[HttpEvent]) -> None:
-        """The oldest waiting request's response starts: its head is read plain from the held bytes
-        when its request's was (and the server has not closed), else by h11."""
-        self._resp = None
-        if not self._waiting:
-            return
-        if self._waiting[0].plain and not self.server_closed:
-            self._plain_response(out)
-        else:
-            self._h11_response(out)
+    def _read_responses(self, out: list[HttpEvent], fin: bool = False) -> None:
+        """Read the server's bytes into responses, one step at a time while a step moves on: start the
+        oldest waiting response, read its head (plain or by h11), its body, end it, start the next. One
+        loop, no call per response: a buffer of pipelined responses goes no deeper than one response.
 
-    def _plain_response(self, out: list[HttpEvent]) -> None:
-        """Read the held server bytes as a plain response head and its body, or give them to h11."""
+        `fin` (the server has closed): an h11 reader that can go no further is given the FIN, after the
+        bytes it holds, and read on; each response it ends leaves the FIN to the next reader."""
+        given: h11.Connection | None = None  # the h11 reader given the FIN
+        while not self.server_broken:
+            if self._body is not None:
+                moved = self._body_step(self._take_held(), out)
+            elif self._resp is not None:
+                moved = self._h11_step(out, closing=self._resp is given)
+            elif self._waiting:
+                pending = self._waiting[0]
+                moved = self._plain_head(out) if pending.plain and not self.server_closed else self._h11_start(out)
+            else:
+                moved = False
+            if not moved:
+                if not fin or self._resp is None or self._resp is given:
+                    return
+                given = self._resp
+                given.receive_data(b"")
+
+    def _plain_head(self, out: list[HttpEvent]) -> bool:
+        """Read the held server bytes as a plain response head, or give them to h11."""
         pending = self._waiting[0]
         if not self._unmatched:
-            return
+            return False
         head = read_response(self._unmatched) if pending.head.method != "HEAD" else Next.H11
         if head is Next.WAIT:
-            return
+            return False
         if head is Next.H11:
-            self._h11_response(out)
-            return
+            return self._h11_start(out)
         status, reason = head.fields
         out.append(ResponseHead(pending.exchange, int(status), reason, head.headers))
-        rest = bytes(self._unmatched[head.size :])
-        self._unmatched.clear()
+        del self._unmatched[: head.size]
         self._body = PlainBody(head.length)
-        self._feed_body(rest, out)
+        return True
 
-    def _h11_response(self, out: list[HttpEvent]) -> None:
+    def _h11_start(self, out: list[HttpEvent]) -> bool:
         """Make h11's response parser for the oldest waiting request and give it any held bytes."""
         pending = self._waiting[0]
         conn = h11.Connection(h11.CLIENT)
@@ -400,64 +409,52 @@ class Http1Connection:
         except h11.LocalProtocolError as exc:  # a request h11 parsed but will not send (rare)
             self.server_broken = True
             out.append(ParseError(False, f"cannot follow the response to this request: {exc}", pending.exchange))
-            return
+            return False
         self._resp = conn
         if self._unmatched:  # never receive_data(b""): that means EOF
-            held = bytes(self._unmatched)
-            self._unmatched.clear()
-            conn.receive_data(held)
-            self._pump_responses(out)
+            conn.receive_data(self._take_held())
+        return True
 
-    def _pump_responses(self, out: list[HttpEvent], closing: bool = False) -> None:
-        while self._resp is not None and not self.server_broken:
-            exchange = self._waiting[0].exchange
-            try:
-                event = self._resp.next_event()
-            except h11.RemoteProtocolError as exc:
-                if closing:
-                    out.append(ResponseEnd(exchange, complete=False, detail=str(exc)))
-                    self._waiting.popleft()
-                    self._resp = None
-                    return
-                self.server_broken = True
-                out.append(ParseError(False, f"bad response: {exc}", exchange))
-                return
-            if isinstance(event, h11.InformationalResponse):
-                if event.status_code == 101:
-                    self.upgraded = True
-                    self.switched = (self._waiting[0].head.headers, bytes(self._resp.trailing_data[0]))
-                    out.append(ResponseHead(exchange, 101, _text(event.reason), _headers(event.headers)))
-                    return
-                continue
-            if isinstance(event, h11.Response):
-                out.append(
-                    ResponseHead(exchange, event.status_code, event.reason.decode("latin-1"), _headers(event.headers))
-                )
-                plain = self.plain and not closing
-                length = plain_framing(self._waiting[0].request().method, event) if plain else None
-                if length is not None:
-                    self._body = PlainBody(length)
-                    rest = self._resp.trailing_data[0]
-                    self._resp = None
-                    self._feed_body(rest, out)
-                    return
-            elif isinstance(event, h11.Data):
-                out.append(ResponseData(exchange, bytes(event.data)))
-            elif isinstance(event, h11.EndOfMessage):
-                out.append(ResponseEnd(exchange))
-                rest, closed = self._resp.trailing_data
+    def _h11_step(self, out: list[HttpEvent], closing: bool) -> bool:
+        """One h11 event of the response (`closing`: h11 has the server's FIN); False when h11 needs more
+        bytes, the response side broke, or the connection switched protocols."""
+        assert self._resp is not None
+        pending = self._waiting[0]
+        try:
+            event = self._resp.next_event()
+        except h11.RemoteProtocolError as exc:
+            if closing:
+                out.append(ResponseEnd(pending.exchange, complete=False, detail=str(exc)))
                 self._waiting.popleft()
                 self._resp = None
-                if rest:
-                    self._unmatched += rest
-                self._start_response(out)
-                if closed and self._resp is not None:
-                    self._resp.receive_data(b"")
-                    closing = True
-            else:  # NEED_DATA, PAUSED, ConnectionClosed
-                return
+                return False
+            self.server_broken = True
+            out.append(ParseError(False, f"bad response: {exc}", pending.exchange))
+            return False
+        if isinstance(event, h11.InformationalResponse):
+            if event.status_code != 101:
+                return True
+            self.upgraded = True
+            self.switched = (pending.head.headers, bytes(self._resp.trailing_data[0]))
+            out.append(ResponseHead(pending.exchange, 101, _text(event.reason), _headers(event.headers)))
+            return False
+        if isinstance(event, h11.Response):
+            reason = event.reason.decode("latin-1")
+            out.append(ResponseHead(pending.exchange, event.status_code, reason, _headers(event.headers)))
+            length = plain_framing(pending.request().method, event) if self.plain and not closing else None
+            if length is not None:
+                self._body = PlainBody(length)
+                self._unmatched += self._resp.trailing_data[0]
+                self._resp = None
+        elif isinstance(event, h11.Data):
+            out.append(ResponseData(pending.exchange, bytes(event.data)))
+        elif isinstance(event, h11.EndOfMessage):
+            self._end_response(out, self._resp.trailing_data[0])
+        else:  # NEED_DATA, PAUSED, ConnectionClosed
+            return False
+        return True
 
-    def _feed_body(self, data: bytes, out: list[HttpEvent]) -> None:
+    def _body_step(self, data: bytes, out: list[HttpEvent]) -> bool:
         """Bytes of a plain response body (`_body`): its pieces, and its end, error or return to h11."""
         assert self._body is not None
         pending = self._waiting[0]
@@ -465,23 +462,29 @@ class Http1Connection:
         for piece in fed.pieces:
             out.append(ResponseData(pending.exchange, piece))
         if fed.outcome is BodyOutcome.MORE:
-            return
+            return False
         if fed.outcome is BodyOutcome.ERROR:
             self.server_broken = True
             out.append(ParseError(False, f"bad response: {fed.error}", pending.exchange))
-            return
+            return False
         self._body = None
         if fed.outcome is BodyOutcome.H11:
             self._resp = chunked_parser(pending.request())
             self._resp.receive_data(fed.rest)
-            self._pump_responses(out)
-            return
-        out.append(ResponseEnd(pending.exchange))
-        self._waiting.popleft()
+        else:
+            self._end_response(out, fed.rest)
+        return True
+
+    def _take_held(self) -> bytes:
+        held = bytes(self._unmatched)
+        self._unmatched.clear()
+        return held
+
+    def _end_response(self, out: list[HttpEvent], rest: bytes) -> None:
+        """The oldest waiting response ended: the bytes after it are held for the next one."""
+        out.append(ResponseEnd(self._waiting.popleft().exchange))
         self._resp = None
-        if fed.rest:
-            self._unmatched += fed.rest
-        self._start_response(out)
+        self._unmatched += rest
 
 
 def _text(raw: bytes) -> str:
