@@ -70,8 +70,9 @@ class Engine:
     def __init__(self, rules: Iterable[Rule]) -> None:
         self.rules = tuple(rules)
         self._timeline_rules = [(r, _starts_from(r)) for r in self.rules if r.condition.shape is not Shape.ANOMALY]
-        self._candidates: dict[frozenset[EntryKind], list[Rule]] = {}
-        """Timeline rules worth evaluating, by the kinds of entry a timeline has (few distinct sets)."""
+        self._candidates: dict[tuple[frozenset[EntryKind], Transport | None], list[Rule]] = {}
+        """Timeline rules worth evaluating, by the kinds of entry a timeline has (few distinct sets) and its
+        transport (CW202's absence check is for Streamable HTTP only)."""
         self._by_anomaly: dict[AnomalyName, list[Rule]] = {}
         for rule in self.rules:
             for name in rule.condition.anomalies:
@@ -205,10 +206,15 @@ class Engine:
         kinds = frozenset({e.kind for e in timeline.entries})
         if timeline.cancel is not None:
             kinds |= {EntryKind.CANCEL}
-        candidates = self._candidates.get(kinds)
-        if candidates is None:  # the rules whose condition starts from an entry the timeline has
-            candidates = [rule for rule, needs in self._timeline_rules if not needs.isdisjoint(kinds)]
-            self._candidates[kinds] = candidates
+        transport = timeline.transport
+        candidates = self._candidates.get((kinds, transport))
+        if candidates is None:  # the rules whose condition starts from an entry the timeline has, over its transport
+            candidates = [
+                rule
+                for rule, needs in self._timeline_rules
+                if not needs.isdisjoint(kinds) and _scoped_to(rule, transport)
+            ]
+            self._candidates[(kinds, transport)] = candidates
         if timeline.unrecorded:
             blind = self._not_judged(timeline)
             candidates = [rule for rule in candidates if rule.id not in blind]
@@ -330,6 +336,17 @@ def _starts_from(rule: Rule) -> frozenset[EntryKind]:
     selector = rule.condition.on or rule.condition.after
     assert selector is not None  # timeline rules have `on` or `after` (the catalogue checks)
     return selector.events
+
+
+def _scoped_to(rule: Rule, transport: Transport | None) -> bool:
+    """Whether every selector a match needs (`on`, or `after` and `then`) may select an entry of a timeline
+    over `transport`: one whose `where` names other transports selects nothing there (`_where`)."""
+    cond = rule.condition
+    return all(
+        s.where.transport is None or transport in s.where.transport
+        for s in (cond.on, cond.after, cond.then)
+        if s is not None
+    )
 
 
 def _kinds_of(rule: Rule) -> frozenset[EntryKind]:
