@@ -57,6 +57,13 @@ class Skip:
     kind: SkipKind = SkipKind.UNRECORDED
 
 
+# Read per timeline and per entry, so bound once: on Python 3.11 reading an enum member off its class
+# (`Shape.PAIR`) runs `EnumType.__getattr__`'s hook, about 150 ns against 20 for a global (docs/benchmark.md).
+_EVENT, _PAIR, _ABSENCE = Shape.EVENT, Shape.PAIR, Shape.ABSENCE
+_REQUESTER, _RECEIVER = Party.REQUESTER, Party.RECEIVER
+_CANCEL = EntryKind.CANCEL
+
+
 @dataclass(slots=True)
 class _Group:
     rule: Rule
@@ -70,8 +77,9 @@ class Engine:
     def __init__(self, rules: Iterable[Rule]) -> None:
         self.rules = tuple(rules)
         self._timeline_rules = [(r, _starts_from(r)) for r in self.rules if r.condition.shape is not Shape.ANOMALY]
-        self._candidates: dict[frozenset[EntryKind], list[Rule]] = {}
-        """Timeline rules worth evaluating, by the kinds of entry a timeline has (few distinct sets)."""
+        self._candidates: dict[tuple[frozenset[EntryKind], Transport | None], list[Rule]] = {}
+        """Timeline rules worth evaluating, by the kinds of entry a timeline has (few distinct sets) and its
+        transport (CW202's absence check is for Streamable HTTP only)."""
         self._by_anomaly: dict[AnomalyName, list[Rule]] = {}
         for rule in self.rules:
             for name in rule.condition.anomalies:
@@ -204,20 +212,21 @@ class Engine:
         """Each finding on `timeline` with the entries it is about (its hits; the anchor when it has none)."""
         kinds = frozenset({e.kind for e in timeline.entries})
         if timeline.cancel is not None:
-            kinds |= {EntryKind.CANCEL}
-        candidates = self._candidates.get(kinds)
-        if candidates is None:  # the rules whose condition starts from an entry the timeline has
-            candidates = [rule for rule, needs in self._timeline_rules if not needs.isdisjoint(kinds)]
-            self._candidates[kinds] = candidates
+            kinds |= {_CANCEL}
+        transport = timeline.transport
+        candidates = self._candidates.get((kinds, transport))
+        if candidates is None:  # the rules whose condition starts from an entry the timeline has, over its transport
+            candidates = [
+                rule
+                for rule, needs in self._timeline_rules
+                if not needs.isdisjoint(kinds) and _scoped_to(rule, transport)
+            ]
+            self._candidates[(kinds, transport)] = candidates
         if timeline.unrecorded:
             blind = self._not_judged(timeline)
             candidates = [rule for rule in candidates if rule.id not in blind]
         for rule in candidates:
-            if (
-                rule.condition.shape is Shape.ABSENCE
-                and rule.condition.within is None
-                and not timeline.ended_by_recording
-            ):
+            if rule.condition.shape is _ABSENCE and rule.condition.within is None and not timeline.ended_by_recording:
                 continue
             matched = self._match(rule, timeline, cancelled)
             if matched is None:
@@ -255,12 +264,12 @@ class Engine:
         self, rule: Rule, tl: RequestTimeline, cancelled: CancelledCall | None
     ) -> tuple[TimelineEntry | None, list[TimelineEntry]] | None:
         cond = rule.condition
-        if cond.shape is Shape.EVENT:
+        if cond.shape is _EVENT:
             assert cond.on is not None
             hits = [e for e in tl.entries if _selects(cond.on, tl, e, cancelled)]
             return (None, hits) if hits else None
         assert cond.after is not None
-        if cond.shape is Shape.PAIR:
+        if cond.shape is _PAIR:
             assert cond.then is not None
             anchor = next((e for e in tl.entries if _anchors(cond.after, tl, e, cancelled)), None)
             if anchor is None:
@@ -330,6 +339,17 @@ def _starts_from(rule: Rule) -> frozenset[EntryKind]:
     selector = rule.condition.on or rule.condition.after
     assert selector is not None  # timeline rules have `on` or `after` (the catalogue checks)
     return selector.events
+
+
+def _scoped_to(rule: Rule, transport: Transport | None) -> bool:
+    """Whether every selector a match needs (`on`, or `after` and `then`) may select an entry of a timeline
+    over `transport`: one whose `where` names other transports selects nothing there (`_where`)."""
+    cond = rule.condition
+    return all(
+        s.where.transport is None or transport in s.where.transport
+        for s in (cond.on, cond.after, cond.then)
+        if s is not None
+    )
 
 
 def _kinds_of(rule: Rule) -> frozenset[EntryKind]:
@@ -403,7 +423,7 @@ def _anchors(sel: Selector, tl: RequestTimeline, entry: TimelineEntry, cancelled
     """An entry an ordered pair or an absence can start from. A cancel entry that is not the timeline's
     cancel (one its receiver was entitled to ignore, see `cancels.may_be_ignored`) orders nothing: it is
     reported by its own rule, and what followed it is not judged against it."""
-    if entry.kind is EntryKind.CANCEL and (tl.cancel is None or tl.cancel.entry.seq != entry.seq):
+    if entry.kind is _CANCEL and (tl.cancel is None or tl.cancel.entry.seq != entry.seq):
         return False
     return _selects(sel, tl, entry, cancelled)
 
@@ -412,11 +432,11 @@ def _selects(sel: Selector, tl: RequestTimeline, entry: TimelineEntry, cancelled
     # `cancel` selects the timeline's cancel whatever carried it: the notification, or the client's
     # close/reset of the stream where the revision makes that the cancel.
     is_the_cancel = tl.cancel is not None and entry.seq == tl.cancel.entry.seq
-    if entry.kind not in sel.events and not (is_the_cancel and EntryKind.CANCEL in sel.events):
+    if entry.kind not in sel.events and not (is_the_cancel and _CANCEL in sel.events):
         return False
-    if sel.side is Party.REQUESTER and entry.side is not tl.requester:
+    if sel.side is _REQUESTER and entry.side is not tl.requester:
         return False
-    if sel.side is Party.RECEIVER and entry.side is not tl.requester.other:
+    if sel.side is _RECEIVER and entry.side is not tl.requester.other:
         return False
     if (
         is_the_cancel

@@ -16,6 +16,14 @@ from .anomalies import AnomalyName
 EXCERPT_CHARS = 400
 _ABSENT: Any = object()
 """A member that is not there (a JSON `null` is there, as None)."""
+# Read per message, so bound once: on Python 3.11 reading an enum member off its class (`MessageKind.REQUEST`)
+# runs `EnumType.__getattr__`'s hook, about 150 ns against 20 for a global (docs/benchmark.md).
+_REQUEST, _NOTIFICATION, _RESULT, _ERROR = (
+    MessageKind.REQUEST,
+    MessageKind.NOTIFICATION,
+    MessageKind.RESULT,
+    MessageKind.ERROR,
+)
 INVALID_PARAMS = -32602
 """JSON-RPC's "Invalid params" error code; `tasks/cancel` for a task already final is answered with it (TSK-2)."""
 
@@ -222,11 +230,11 @@ def classify_one(  # noqa: C901 - once per message: a helper call for the float 
                 payload.get("requestId").__class__ is float or payload.get("progressToken").__class__ is float
             ) and not exact:
                 return INEXACT
-            return Message(MessageKind.NOTIFICATION, None, method, payload, raw_excerpt, False)
+            return Message(_NOTIFICATION, None, method, payload, raw_excerpt, False)
         meta = payload.get("_meta")
         if meta.__class__ is dict and meta.get("progressToken").__class__ is float and not exact:
             return INEXACT
-        return Message(MessageKind.REQUEST, msg_id, method, payload, raw_excerpt, msg_id is None)
+        return Message(_REQUEST, msg_id, method, payload, raw_excerpt, msg_id is None)
     result = get("result", _ABSENT)
     error = get("error", _ABSENT)
     if result is not _ABSENT and error is not _ABSENT:
@@ -236,9 +244,7 @@ def classify_one(  # noqa: C901 - once per message: a helper call for the float 
     if msg_id is _ABSENT:
         return Problem(AnomalyName.JSONRPC_INVALID_MESSAGE, "a response without an id member")
     if result is not _ABSENT:
-        return Message(
-            MessageKind.RESULT, msg_id, None, result if isinstance(result, dict) else {}, raw_excerpt, msg_id is None
-        )
+        return Message(_RESULT, msg_id, None, result if isinstance(result, dict) else {}, raw_excerpt, msg_id is None)
     if not isinstance(error, dict) or not isinstance(error.get("code"), int):
         return Problem(AnomalyName.JSONRPC_INVALID_MESSAGE, "error must be an object with an integer code")
-    return Message(MessageKind.ERROR, msg_id, None, error, raw_excerpt, msg_id is None)
+    return Message(_ERROR, msg_id, None, error, raw_excerpt, msg_id is None)

@@ -19,7 +19,12 @@ class Side(StrEnum):
 
     @property
     def other(self) -> Side:
-        return Side.SERVER if self is Side.CLIENT else Side.CLIENT
+        return _OTHER_SIDE[self]
+
+
+_OTHER_SIDE = {Side.CLIENT: Side.SERVER, Side.SERVER: Side.CLIENT}
+"""A dict, not `Side.SERVER if ...`: on Python 3.11 reading a member off its class runs `EnumType.__getattr__`'s
+hook (about 150 ns), and `other` is read for every reply and every rule's side check."""
 
 
 class Vantage(StrEnum):

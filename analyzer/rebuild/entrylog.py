@@ -20,6 +20,9 @@ from dataclasses import replace
 from ..model import Certainty, EntryKind, MessageEvent, Relation, Side, TimelineEntry
 from ..model.jsonrpc import error_code
 
+_EXACT, _ERROR_ENTRY = Certainty.EXACT, EntryKind.ERROR_RESULT
+"""Bound once: on Python 3.11 reading an enum member off its class runs the metaclass's attribute hook
+(docs/benchmark.md)."""
 _RunKey = tuple[EntryKind, Side | None, Relation | None, Certainty]
 
 
@@ -130,7 +133,7 @@ def message_entry(kind: EntryKind, side: Side, event: MessageEvent) -> TimelineE
         event.stream,
         message.method,
         None,
-        Certainty.EXACT,
+        _EXACT,
         message.excerpt,
     )
 
@@ -140,7 +143,7 @@ def reply_entry(kind: EntryKind, side: Side, event: MessageEvent, method: str) -
     tool failed (the exchange table's `error_code` and `tool_error`)."""
     entry = message_entry(kind, side, event)
     payload = event.message.payload
-    if kind is EntryKind.ERROR_RESULT:
+    if kind is _ERROR_ENTRY:
         return replace(entry, error_code=error_code(payload))
     if method == "tools/call" and payload.get("isError") is True:
         return replace(entry, tool_error=True)

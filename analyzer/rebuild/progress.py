@@ -20,6 +20,8 @@ from .params import valid_token
 from .pending import PendingRequest, SessionState
 
 _NUMBERS = (int, float)
+_PROGRESS = EntryKind.PROGRESS
+"""Bound once: on Python 3.11 `EntryKind.PROGRESS` runs the enum metaclass's attribute hook (docs/benchmark.md)."""
 _ABSENT: Any = object()
 
 
@@ -56,7 +58,7 @@ def on_progress(
         if late is not None:
             emit(late)
         return
-    session.add_entry(item, message_entry(EntryKind.PROGRESS, sender, event), crossed=event.crossed)
+    session.add_entry(item, message_entry(_PROGRESS, sender, event), crossed=event.crossed)
     if numeric:
         if item.last_progress is not None and value <= item.last_progress:
             emit(

@@ -54,6 +54,12 @@ from .params import declared_revision_of, peer_info, progress_token_of, tool_of,
 from .pending import PendingRequest, SessionState
 
 DEFAULT_MAX_OPEN = 10_000
+# Read per message, so bound once: on Python 3.11 reading an enum member off its class (`Side.CLIENT`)
+# runs `EnumType.__getattr__`'s hook, about 150 ns against 20 for a global (docs/benchmark.md).
+_CLIENT, _SERVER = Side.CLIENT, Side.SERVER
+_C2S, _NO_DIRECTION = Direction.C2S, Direction.NONE
+_NOTIFICATION, _REQUEST, _RESULT = MessageKind.NOTIFICATION, MessageKind.REQUEST, MessageKind.RESULT
+_REQUEST_ENTRY, _RESULT_ENTRY, _ERROR_ENTRY = EntryKind.REQUEST, EntryKind.RESULT, EntryKind.ERROR_RESULT
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,13 +202,13 @@ class Reconstructor:
     # -- messages ----------------------------------------------------------------------------
 
     def _message(self, session: SessionState, event: MessageEvent) -> None:
-        if event.direction is Direction.NONE:
+        if event.direction is _NO_DIRECTION:
             return  # the reader named it (input.direction-unknown); it cannot be placed on a timeline
         session.messages += 1
-        sender = Side.CLIENT if event.direction is Direction.C2S else Side.SERVER
+        sender = _CLIENT if event.direction is _C2S else _SERVER
         message = event.message
         kind = message.kind
-        if kind is MessageKind.NOTIFICATION:
+        if kind is _NOTIFICATION:
             method = message.method
             if method == "notifications/progress":
                 progress.on_progress(session, self.finished, event, sender, message, self._out.append)
@@ -213,7 +219,7 @@ class Reconstructor:
                     self._out.extend(tasks.on_status(session, event, sender, message.payload))
                     self._out.extend(task_traffic.on_status(session, event, message.payload))
                 self._notification(session, event, sender)
-        elif kind is MessageKind.REQUEST:
+        elif kind is _REQUEST:
             self._request(session, event, sender, message)
         else:
             self._reply(session, event, sender, message)
@@ -231,7 +237,7 @@ class Reconstructor:
             session.learn_revision(declared, RevisionBasis.DECLARED)
         if (sender, request_id) in session.open or self.finished.request(session.key, sender, request_id):
             self._check_id(session, event, sender, request_id, method, declared)
-        if sender is Side.CLIENT and session.client_info is None:
+        if sender is _CLIENT and session.client_info is None:
             # initialize params up to 2025-11-25; every request's _meta from 2026-07-28
             session.client_info = peer_info(payload, "clientInfo")
         # positional, in field order: one per request on the hot path (keywords: +2 % of reconstruction)
@@ -248,7 +254,7 @@ class Reconstructor:
             EntryLog(self.options.max_entries),
         )
         session.add_open(item)
-        session.add_entry(item, message_entry(EntryKind.REQUEST, sender, event))
+        session.add_entry(item, message_entry(_REQUEST_ENTRY, sender, event))
         named_task = method.startswith("tasks/")
         if named_task:
             tasks.on_request(session, event, sender, request_id, payload)
@@ -345,7 +351,7 @@ class Reconstructor:
     # -- replies -----------------------------------------------------------------------------
 
     def _reply(self, session: SessionState, event: MessageEvent, sender: Side, message: Message) -> None:
-        kind = EntryKind.RESULT if message.kind is MessageKind.RESULT else EntryKind.ERROR_RESULT
+        kind = _RESULT_ENTRY if message.kind is _RESULT else _ERROR_ENTRY
         if message.null_id or message.id is None:
             if not _null_id_allowed(message, session.revision):
                 self._out.append(session.anomaly(event, AnomalyName.JSONRPC_NULL_ID, f"{message.kind} with a null id"))
@@ -365,7 +371,7 @@ class Reconstructor:
             self._out.extend(tasks.on_reply(session, item, event, message))
         if item.is_task or session.task_traffic is not None:
             self._out.extend(task_traffic.on_reply(session, event, item, message))
-        if first_reply and kind is EntryKind.RESULT:
+        if first_reply and kind is _RESULT_ENTRY:
             self._learn(session, event, item, entry)
         if session.awaiting_proof:
             holds.prove_order(session, item, event.seq)
