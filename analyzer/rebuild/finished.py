@@ -10,14 +10,12 @@ input across its sessions (each memory to `limit`): the oldest are forgotten fir
 that happens the `reconstruct.tombstones-forgotten` anomaly says so.
 
 Each memory is one plain dict per session (and side) keyed by the id or token as recorded, with a queue
-of what came in order, and a tombstone is one int (`_Packed`): about 200 B a finished request with its
-token (issue 20: one ordered dict keyed by (session, side, id) tuples, with an object per tombstone, took
-about 540 B; per-session dicts of `Tombstone` tuples 270 B).
+of what came in order: about 150 B a finished request and as much for its token (issue 20: one ordered
+dict keyed by (session, side, id) tuples, with an object per tombstone, took about 450 B for both).
 """
 
 from __future__ import annotations
 
-import struct
 import sys
 from collections import deque
 from collections.abc import Hashable
@@ -135,41 +133,6 @@ class _Memory(Generic[_K, _V]):
 
 
 _Finished = Tombstone | HeldTombstone
-_Kept = int | Tombstone | HeldTombstone
-"""What a memory holds: a tombstone packed in an int (`_Packed`), else as it is."""
-
-
-class _Packed:
-    """Tombstones packed in one int each, about 40 B where a `Tombstone` and its time took about 100: bit
-    0 the task flag, 1 judged, 2-8 the method's number (the first `MAX_METHODS` methods of the input get
-    one; a tombstone of any other stays a `Tombstone`), 9 whether there is a time, 10-73 the time's IEEE
-    754 bits (so it comes back exactly), and bit 80 always set (a packed tombstone is never 0, so true)."""
-
-    MAX_METHODS = 128
-    _DOUBLE, _BITS = struct.Struct("<d"), struct.Struct("<Q")
-    _MARK = 1 << 80
-
-    def __init__(self) -> None:
-        self._codes: dict[str, int] = {}
-        self._methods: list[str] = []
-
-    def pack(self, method: str, ts: float | None, judged: bool, task: bool) -> int | Tombstone:
-        code = self._codes.get(method)
-        if code is None:
-            if len(self._methods) >= self.MAX_METHODS:
-                # one copy of each method name for all of them (the parser gives every message its own)
-                return Tombstone(sys.intern(method), ts, judged, task)
-            code = self._codes[method] = len(self._methods)
-            self._methods.append(method)
-        timed = 0 if ts is None else self._BITS.unpack(self._DOUBLE.pack(ts))[0] << 10 | 1 << 9
-        return self._MARK | timed | code << 2 | judged << 1 | task
-
-    def unpack(self, kept: _Kept) -> _Finished:
-        if not isinstance(kept, int):
-            return kept
-        timed = kept >> 9 & 1
-        ts = self._DOUBLE.unpack(self._BITS.pack(kept >> 10 & 0xFFFF_FFFF_FFFF_FFFF))[0] if timed else None
-        return Tombstone(self._methods[kept >> 2 & 0x7F], ts, bool(kept & 2), bool(kept & 1))
 
 
 class FinishedRequests:
@@ -178,25 +141,22 @@ class FinishedRequests:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         """Finished requests (and, apart, their tokens) remembered before the oldest are forgotten."""
-        self._requests: _Memory[RequestId, int | Tombstone] = _Memory(limit)
+        self._requests: _Memory[RequestId, Tombstone] = _Memory(limit)
         self._held: _Memory[RequestId, HeldTombstone] = _Memory(limit)
         """Requests judged unanswered at the end of their hold, apart."""
-        self._tokens: _Memory[str | int, _Kept] = _Memory(limit)
+        self._tokens: _Memory[str | int, _Finished] = _Memory(limit)
         """The progress token of a finished request that still owned it: to its tombstone."""
-        self._packed = _Packed()
         self._forgetting = False
 
     def request(self, session_key: str, requester: Side, request_id: RequestId) -> _Finished | None:
         store = (session_key, requester)
-        kept = self._requests.get(store, request_id)
-        return self._held.get(store, request_id) if kept is None else self._packed.unpack(kept)
+        return self._requests.get(store, request_id) or self._held.get(store, request_id)
 
     def token(self, session_key: str, token: str | int) -> tuple[str, TokenState] | None:
         """The method of the finished request that carried `token`, and what later progress means."""
-        kept = self._tokens.get(session_key, token)
-        if kept is None:
+        tomb = self._tokens.get(session_key, token)
+        if tomb is None:
             return None
-        tomb = self._packed.unpack(kept)
         return tomb.method, TokenState.QUIET if tomb.task or not tomb.judged else TokenState.FINISHED
 
     def retire(
@@ -206,15 +166,16 @@ class FinishedRequests:
         `reconstruct.tombstones-forgotten` anomaly the first time an old tombstone had to go."""
         last = item.log.newest
         store, request_id = (session.key, item.requester), item.request_id
+        # one copy of each method name for all of them (the parser gives every message its own)
+        method = sys.intern(item.method)
         # an id used again: its newest use goes to the end (`put`), and out of the other memory
-        tomb: _Kept
+        tomb: _Finished
         if judged and not ended and not item.replied and item.cancel is not None:
-            method = sys.intern(item.method)  # one copy for all of them (the parser gives every message its own)
             tomb = HeldTombstone(method, last.ts, _bare(item.cancel), item.proof_seq, item.is_task)
             self._requests.pop(store, request_id)
             forgot = self._held.put(store, request_id, tomb)
         else:
-            tomb = self._packed.pack(item.method, last.ts, judged, item.is_task)
+            tomb = Tombstone(method, last.ts, judged, item.is_task)
             self._held.pop(store, request_id)
             forgot = self._requests.put(store, request_id, tomb)
         if own_token and item.progress_token is not None:
