@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import struct
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 
@@ -35,40 +36,65 @@ REPLIES = frozenset({EntryKind.RESULT, EntryKind.ERROR_RESULT})
 ON_PATH = frozenset({Vantage.WIRE, Vantage.PROXY})
 """Recorders that see the transport itself (a peer's own log may not say which it was)."""
 
-Seen = tuple[tuple[str, float | None, str | None, float | None], ...]
+Seen = tuple[bytes, ...]
+"""A session's requests remembered, each packed as `_ENTRY` (`_unpacked` reads one)."""
+
+_ENTRY = struct.Struct(">QQdQdB")
+"""Per request: the latest position minus its position (big-endian first, so that the bytes sort as the
+heap needs), a digest of its key (who sent it, id, method, a digest of the params), when it was sent, a
+digest of the reply, when the reply was seen, and which of the last three were recorded (`_TS`, `_SAID`,
+`_GOT`). 74 B a request, where a tuple of strings and floats took about 270 (issue 20: 603 sessions of
+the big capture kept 32 each to its end)."""
+_LATEST = (1 << 64) - 1
+_TS, _SAID, _GOT = 1, 2, 4
 
 
 class Requests:
     """Per session, the earliest requests judged so far (bounded)."""
 
     def __init__(self) -> None:
-        self._heaps: dict[str, list[tuple[int, str, float | None, str | None, float | None]]] = defaultdict(list)
+        self._heaps: dict[str, list[bytes]] = defaultdict(list)
+        """A min-heap of packed entries: the latest request kept first."""
 
     def add(self, timeline: RequestTimeline) -> None:
         first = timeline.entries[0] if timeline.entries else None
         if first is None:
             return
         heap = self._heaps[timeline.session_key]
-        if len(heap) >= MAX_REQUESTS and -first.seq <= heap[0][0]:
+        rank = _LATEST - first.seq
+        if len(heap) >= MAX_REQUESTS and rank.to_bytes(8, "big") <= heap[0][:8]:
             return  # later than every request kept: no key to compute (one comparison per request)
-        item = (-first.seq, _key(timeline, first.excerpt), first.ts, *_reply(timeline))  # a max-heap on position
+        said, got = _reply(timeline)
+        present = (first.ts is not None) * _TS | (said is not None) * _SAID | (got is not None) * _GOT
+        item = _ENTRY.pack(rank, _key(timeline, first.excerpt), first.ts or 0.0, said or 0, got or 0.0, present)
         if len(heap) < MAX_REQUESTS:
             heapq.heappush(heap, item)
         else:
             heapq.heapreplace(heap, item)
 
     def pop(self, session_key: str) -> Seen:
-        heap = self._heaps.pop(session_key, [])
-        return tuple(item[1:] for item in sorted(heap, reverse=True))
+        return tuple(sorted(self._heaps.pop(session_key, []), reverse=True))
 
 
-def _key(timeline: RequestTimeline, excerpt: str) -> str:
+def _unpacked(entry: bytes) -> tuple[int, float | None, int | None, float | None]:
+    """A remembered request: its key's digest, when it was sent, its reply's digest, when that was seen."""
+    _, key, ts, said, got, present = _ENTRY.unpack(entry)
+    return (
+        key,
+        ts if present & _TS else None,
+        said if present & _SAID else None,
+        got if present & _GOT else None,
+    )
+
+
+def _key(timeline: RequestTimeline, excerpt: str) -> int:
     message = _parsed(excerpt)  # an excerpt cut short: the method and id still count
-    digest = "?" if message is None else _digest(message.get("params"))
-    return f"{timeline.requester.value}|{timeline.request_id!r}|{timeline.method}|{digest}"
+    params = b"?" if message is None else _digest(message.get("params")).to_bytes(8, "big")
+    key = f"{timeline.requester.value}|{timeline.request_id!r}|{timeline.method}|".encode() + params
+    return _hash(key)
 
 
-def _reply(timeline: RequestTimeline) -> tuple[str | None, float | None]:
+def _reply(timeline: RequestTimeline) -> tuple[int | None, float | None]:
     """A digest of what the first reply says (its parsed `result` or `error`, so two serialisations of one
     reply agree; None when no reply was recorded whole), and when it was seen."""
     reply = next((entry for entry in timeline.entries if entry.kind in REPLIES), None)
@@ -87,23 +113,31 @@ def _parsed(excerpt: str) -> dict[str, object] | None:
     return value if isinstance(value, dict) else None
 
 
-def _digest(value: object) -> str:
+def _digest(value: object) -> int:
     try:
         body = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except TypeError:  # an integer past 64 bits
         body = b"?"
-    return hashlib.blake2b(body, digest_size=8).hexdigest()
+    return _hash(body)
+
+
+def _hash(body: bytes) -> int:
+    return int.from_bytes(hashlib.blake2b(body, digest_size=8).digest(), "big")
 
 
 def same_sessions(sessions: Sequence[Session]) -> Iterator[Anomaly]:
     """One anomaly per pair of sessions of different inputs that look like one session recorded twice."""
-    holders: dict[str, list[int]] = defaultdict(list)
+    holders: dict[int, list[int]] = defaultdict(list)
     for index, session in enumerate(sessions):
-        for key, *_ in session.requests_seen:
+        for key, *_ in map(_unpacked, session.requests_seen):
             holders[key].append(index)
     for a, session in enumerate(sessions):
         shared: Counter[int] = Counter(
-            b for key, *_ in session.requests_seen if len(holders[key]) <= COMMON for b in holders[key] if b > a
+            b
+            for key, *_ in map(_unpacked, session.requests_seen)
+            if len(holders[key]) <= COMMON
+            for b in holders[key]
+            if b > a
         )
         for b, count in sorted(shared.items()):
             other = sessions[b]
@@ -124,8 +158,8 @@ def _alike(a: Session, b: Session, count: int) -> bool:
         return False
     if a.vantage in ON_PATH and b.vantage in ON_PATH and a.transport != b.transport:
         return False
-    seen = {key: (sent, said, got) for key, sent, said, got in b.requests_seen}
-    pairs = [(sent, said, got, *seen[key]) for key, sent, said, got in a.requests_seen if key in seen]
+    seen = {key: (sent, said, got) for key, sent, said, got in map(_unpacked, b.requests_seen)}
+    pairs = [(sent, said, got, *seen[key]) for key, sent, said, got in map(_unpacked, a.requests_seen) if key in seen]
     if any(said_a is not None and said_b is not None and said_a != said_b for _, said_a, _, _, said_b, _ in pairs):
         return False
     requests = [(sent_a, sent_b) for sent_a, _, _, sent_b, _, _ in pairs]

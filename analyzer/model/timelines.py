@@ -165,10 +165,10 @@ class Session:
     """Requests seen (both peers)."""
     messages: int
     """Messages placed on the session (both directions)."""
-    requests_seen: tuple[tuple[str, float | None, str | None, float | None], ...] = ()
-    """The earliest requests judged (a key of who sent it, id, method and params; when; a digest of the
-    reply's parsed value, None when none was recorded whole; and when the reply was seen), for telling
-    that two inputs hold the same session (`same_session`); not in the report."""
+    requests_seen: tuple[bytes, ...] = ()
+    """The earliest requests judged, each packed (a digest of who sent it, id, method and params; when; a
+    digest of the reply's parsed value, none when none was recorded whole; and when the reply was seen:
+    `merge.same_session`), for telling that two inputs hold the same session; not in the report."""
     session_id: str | None = None
     """The id the transport gave the session (`SessionStart.session_id`); None when none was recorded."""
     transport_assumed: bool = False
