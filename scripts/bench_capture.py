@@ -1,9 +1,9 @@
 """`scripts/bench.py pcap` and `scripts/bench.py captures`: the capture readers against tshark's bare pass.
 
-pcap: on the big loopback capture, tshark's bare pass (`tshark -r F -n -T fields -e frame.number`), the
-audit with `--capture-reader tshark` and the audit with the default reader (direct), interleaved `--repeat`
-times in fresh processes; wall and CPU (user + system from wait4, tshark included) of each, and the ratio
-of each audit to the bare pass in the same round.
+pcap: on the big loopback capture, tshark's bare pass (`tshark -r F -n -T fields -e frame.number`), the pure-Python
+floor (`capture_floor.py`), the audit with `--capture-reader tshark` and the audit with the default reader (direct),
+interleaved `--repeat` times in fresh processes; wall and CPU (user + system from wait4, tshark included) of
+each, and the ratio of each to the bare pass in the same round.
 
 captures: COPIES copies of one small real-SDK capture (`sample_captures/http/sdk-http-cancel-notification.pcapng`,
 README there) in one folder, `cancelwire audit DIR --jobs 2` with either reader, interleaved.
@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 SMALL = Path("sample_captures/http/sdk-http-cancel-notification.pcapng")
+FLOOR_SCRIPT = Path(__file__).with_name("capture_floor.py")
+"""The least a pure-Python audit must do (decode, find the stream, parse each message), beside tshark's pass."""
 Measure = Callable[..., Any]
 
 
@@ -32,7 +34,7 @@ def big(path: Path, py: str, tshark: str, measure: Measure, repeat: int, timeout
     best: dict[str, Any] = {}
     for n in range(repeat):
         floor = measure("floor", [tshark, "-r", str(path), "-n", "-T", "fields", "-e", "frame.number"], timeout=timeout)
-        runs = [floor]
+        runs = [floor, measure("python floor (capture_floor.py)", [py, str(FLOOR_SCRIPT), str(path)], timeout=timeout)]
         for reader in ("tshark", "direct"):
             runs.append(measure(f"audit --capture-reader {reader}", _audit(py, path, reader), timeout=timeout))
         line = ", ".join(

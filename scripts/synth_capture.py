@@ -224,7 +224,11 @@ def h1_sse_event(out: Path, event: str, coding: str | None = None) -> None:
         calls.send(False, b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
         block = f"event: {event}\ndata: {answer}\n\n".encode()
         calls.send(False, f"{len(block):x}\r\n".encode() + block + b"\r\n0\r\n\r\n")
-    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2, "reason": "slow"}}
+    cancel: dict[str, object] = {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": 2, "reason": "slow"},
+    }
     post(cancels, cancel, session)
     cancels.send(False, b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
     for tcp in (cancels, calls):
