@@ -55,13 +55,11 @@ class Head:
 
 def read_request(buf: bytes | bytearray) -> Head | Next:
     """The request head at the start of `buf`: `fields` is (method, target), `length` its body's."""
-    text = _head_text(buf)
-    if not isinstance(text, str):
-        return text
-    line, _, rest = text.partition("\r\n")
-    first = _REQUEST_LINE.fullmatch(line)
-    headers = _fields(rest)
-    if first is None or headers is None or first[1].upper() == "CONNECT":
+    head = _split(buf, _REQUEST_LINE)
+    if isinstance(head, Next):
+        return head
+    first, headers, size = head
+    if first[1].upper() == "CONNECT":
         return Next.H11
     hosts = 0
     for name, _value in headers:
@@ -71,19 +69,17 @@ def read_request(buf: bytes | bytearray) -> Head | Next:
     length = _framing(headers)
     if hosts != 1 or length is Next.H11:
         return Next.H11
-    return Head(fields=(first[1], first[2]), headers=headers, length=length or 0, size=len(text) + 4)
+    return Head(fields=(first[1], first[2]), headers=headers, length=length or 0, size=size)
 
 
 def read_response(buf: bytes | bytearray) -> Head | Next:
     """The final response head at the start of `buf`, answering a plain request other than HEAD:
     `fields` is (status, reason), `length` its body's (-1 for chunked)."""
-    text = _head_text(buf)
-    if not isinstance(text, str):
-        return text
-    line, _, rest = text.partition("\r\n")
-    first = _STATUS_LINE.fullmatch(line)
-    headers = _fields(rest)
-    if first is None or headers is None or int(first[1]) < 200:
+    head = _split(buf, _STATUS_LINE)
+    if isinstance(head, Next):
+        return head
+    first, headers, size = head
+    if int(first[1]) < 200:
         return Next.H11
     length = _framing(headers)
     if length is Next.H11:
@@ -92,7 +88,23 @@ def read_response(buf: bytes | bytearray) -> Head | Next:
         length = 0
     elif length is None:  # read until the server closes: h11's
         return Next.H11
-    return Head(fields=(first[1], first[2] or ""), headers=headers, length=length, size=len(text) + 4)
+    return Head(fields=(first[1], first[2] or ""), headers=headers, length=length, size=size)
+
+
+def _split(
+    buf: bytes | bytearray, first_line: re.Pattern[str]
+) -> tuple[re.Match[str], tuple[tuple[str, str], ...], int] | Next:
+    """The head at the start of BUF as its first line (matched by FIRST_LINE), its fields and its size with
+    the blank line; `Next` when it is not complete yet, or not plain."""
+    text = _head_text(buf)
+    if not isinstance(text, str):
+        return text
+    line, _, rest = text.partition("\r\n")
+    first = first_line.fullmatch(line)
+    headers = _fields(rest)
+    if first is None or headers is None:
+        return Next.H11
+    return first, headers, len(text) + 4
 
 
 def _head_text(buf: bytes | bytearray) -> str | Next:
