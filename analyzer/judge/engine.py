@@ -10,6 +10,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from mypy_extensions import mypyc_attr
+
 from ..model import (
     Anomaly,
     AnomalyName,
@@ -46,6 +48,7 @@ class SkipKind(StrEnum):
     """The recording cannot show what the rule's verdict rests on (or a reply could not be read)."""
 
 
+@mypyc_attr(native_class=False)  # pickled across processes: mypyc's own frozen classes cannot be unpickled
 @dataclass(frozen=True, slots=True)
 class Skip:
     """A rule that did not apply to a session, and why (shown in every report)."""

@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
+from mypy_extensions import mypyc_attr
+
 from ..model import (
     Anomaly,
     AnomalyName,
@@ -62,6 +64,7 @@ _NOTIFICATION, _REQUEST, _RESULT = MessageKind.NOTIFICATION, MessageKind.REQUEST
 _REQUEST_ENTRY, _RESULT_ENTRY, _ERROR_ENTRY = EntryKind.REQUEST, EntryKind.RESULT, EntryKind.ERROR_RESULT
 
 
+@mypyc_attr(native_class=False)  # pickled across processes: mypyc's own frozen classes cannot be unpickled
 @dataclass(frozen=True, slots=True)
 class ReconstructOptions:
     protocol: Revision | None = None

@@ -20,6 +20,7 @@ from __future__ import annotations
 import struct
 from array import array
 from collections.abc import Iterator
+from operator import truediv
 from pathlib import Path
 from typing import BinaryIO
 
@@ -101,7 +102,7 @@ class DirectFrames:
             _syn_scale(self.scales, at, at if key[:2] == key[2:] else at ^ 1, flags, scale)
         elif (shift := self.scales[at]) >= 0:
             window <<= shift
-        ts = ns / 1_000_000_000
+        ts = truediv(ns, 1_000_000_000)  # exactly rounded, as tshark's decimal text; mypyc's `/` rounds ns first
         plausible = EARLIEST <= ts < LATEST
         return Frame(
             number,

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Final
 
 from .frames import Frame
 
@@ -52,12 +51,12 @@ Endpoint = tuple[str, int]
 
 @dataclass(slots=True)
 class Delivered:
-    """Read-only (`Final`), not frozen at run time, as `frames.Frame`: one is made per segment delivered, and a
+    """Never changed once made, and not frozen, as `frames.Frame`: one is made per segment delivered, and a
     frozen dataclass sets each field through `object.__setattr__` (about three times slower to build)."""
 
-    from_client: Final[bool]
-    data: Final[bytes]
-    acked: Final[int | None] = field(default=None, compare=False)
+    from_client: bool
+    data: bytes
+    acked: int | None = field(default=None, compare=False)
     """The peer's sequence number the sender's TCP had acknowledged when it first sent these bytes: the
     acknowledgement of the earliest captured segment holding them or later bytes (TCP sends in order, so
     bytes behind a segment were written before it, even when they are captured only as a retransmission

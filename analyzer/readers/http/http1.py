@@ -316,14 +316,14 @@ class Http1Connection:
                 RequestHead(self.exchanges, method, target, _headers(event.headers), version), event, out
             )
         elif isinstance(event, h11.Data):
-            self._request_bytes(event.data)
+            self._request_bytes(_body_data(event))
         elif isinstance(event, h11.EndOfMessage):
             self._request_end(out)
         else:  # NEED_DATA, PAUSED, ConnectionClosed
             return False
         return True
 
-    def _request_bytes(self, data: bytes) -> None:
+    def _request_bytes(self, data: bytes | bytearray) -> None:
         self._req_size += len(data)
         room = MAX_BODY_BYTES - len(self._req_body)
         if room > 0:
@@ -447,7 +447,7 @@ class Http1Connection:
                 self._unmatched += self._resp.trailing_data[0]
                 self._resp = None
         elif isinstance(event, h11.Data):
-            out.append(ResponseData(pending.exchange, bytes(event.data)))
+            out.append(ResponseData(pending.exchange, bytes(_body_data(event))))
         elif isinstance(event, h11.EndOfMessage):
             self._end_response(out, self._resp.trailing_data[0])
         else:  # NEED_DATA, PAUSED, ConnectionClosed
@@ -485,6 +485,12 @@ class Http1Connection:
         out.append(ResponseEnd(self._waiting.popleft().exchange))
         self._resp = None
         self._unmatched += rest
+
+
+def _body_data(event: h11.Data) -> bytes | bytearray:
+    """h11 types its body bytes `bytes` but hands a bytearray: read untyped, as compiled code checks types."""
+    data: bytes | bytearray = getattr(event, "data")  # noqa: B009
+    return data
 
 
 def _text(raw: bytes) -> str:
