@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+# first: whether the compiled modules or their sources are imported from here on (its docstring)
+from . import _compiled  # noqa: F401
 from ._version import __version__
 
 if TYPE_CHECKING:

@@ -35,7 +35,7 @@ def test_importing_the_package_loads_no_pipeline() -> None:
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('cancelwire', 'pandas', 'jinja2', 'orjson')))"
     )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
-    assert proc.stdout.strip() == "['cancelwire', 'cancelwire._version']"
+    assert proc.stdout.strip() == "['cancelwire', 'cancelwire._compiled', 'cancelwire._version']"
 
 
 def test_the_audit_submodule_does_not_shadow_the_function() -> None:

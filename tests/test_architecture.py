@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "analyzer"
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(layer)
     for layer in (
-        {"errors", "_version"},
+        {"errors", "_version", "_compiled"},
         {"model"},
         {"support"},
         {"readers", "rebuild", "tables"},

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from cancelwire import audit
 from cancelwire.rebuild import holds
 from transcripts import Line, write_transcript
@@ -56,6 +57,7 @@ def _proof_work(tmp_path: Path, cancels: int) -> int:
     return count.lines
 
 
+@pytest.mark.sources  # counts the lines of `holds` functions run (conftest.py)
 def test_a_reply_costs_what_it_proves(tmp_path: Path) -> None:
     """n vs 4n waiting cancels under the same 200 server pings: the pings' replies cost a few lines each
     whatever n is; only the client ping's reply walks the cancels, as it proves every one of them.

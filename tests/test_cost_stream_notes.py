@@ -143,6 +143,7 @@ def _note_work(monkeypatch: pytest.MonkeyPatch, requests: int, notes: int) -> in
     return calls
 
 
+@pytest.mark.sources  # counts calls to a patched `SessionState.add_entry` (conftest.py)
 def test_a_message_costs_one_count_not_one_per_request(monkeypatch: pytest.MonkeyPatch) -> None:
     """n vs 4n messages on a stream of 100 requests: each request takes its first few one by one (its
     entry limit), then the stream counts the rest once. (One by one: 2,000 more entries per 20 messages.)"""

@@ -23,6 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.sources  # patches and subclasses SseParser (conftest.py)
 
 
 class LineParser(SseParser):

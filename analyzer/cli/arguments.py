@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn, TypeVar
 
+from .._compiled import COMPILED
 from .._version import __version__
 from ..config import Settings, find_settings, load_settings
 from ..model import REVISIONS, Vantage
@@ -108,7 +109,8 @@ def _file_name(text: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="cancelwire", description="Audit recorded MCP sessions for what happens around cancellation.")
-    parser.add_argument("--version", action="version", version=f"cancelwire {__version__}")
+    build = "compiled by mypyc" if COMPILED else "pure Python"
+    parser.add_argument("--version", action="version", version=f"cancelwire {__version__} ({build})")
     _debug(parser, False)
     sub = parser.add_subparsers(dest="command", required=True)
     _audit_parser(sub.add_parser("audit", help="audit recordings (transcripts, host logs, pcap/pcapng)"))

@@ -1,0 +1,99 @@
+"""The modules setup.py compiles with mypyc behave as their sources do, and the right ones run.
+
+The rest of the suite runs whichever the install built (compiled, on CI); here the sources are run too, on
+every shipped sample, and the reports compared byte for byte."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from cancelwire import _compiled
+from cancelwire._compiled import COMPILED, stale_sources
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, "-m", "cancelwire"]
+needs_build = pytest.mark.skipif(not COMPILED, reason="installed as pure Python: nothing compiled to compare")
+
+
+def _run(args: list[str], *, pure: bool) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "CANCELWIRE_PURE"}
+    if pure:
+        env["CANCELWIRE_PURE"] = "1"
+    return subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+
+
+def _report(path: Path) -> dict[str, object]:
+    report = json.loads(path.read_text())
+    report["run"].pop("generated")
+    return report
+
+
+@pytest.mark.skipif(os.environ.get("CI") != "true", reason="only CI promises a compiler")
+def test_ci_installs_the_compiled_modules() -> None:
+    assert COMPILED, "scripts/install built pure Python on CI: gcc or Python's headers missing, or setup.py failed"
+
+
+@needs_build
+def test_sources_and_build_give_the_same_report_on_every_sample(tmp_path: Path) -> None:
+    reports = {}
+    for pure in (False, True):
+        out = tmp_path / f"pure-{pure}.json"
+        args = [*CLI, "audit", "sample_captures", "--format", "json", "--fail-on", "never", "-o", str(out)]
+        proc = _run(args, pure=pure)
+        assert proc.returncode == 0, proc.stderr
+        reports[pure] = _report(out)
+    assert reports[True]["inputs"] == reports[False]["inputs"]
+    assert reports[True] == reports[False]
+
+
+@needs_build
+def test_cancelwire_pure_runs_the_sources() -> None:
+    probe = (
+        "import cancelwire.readers.capture.tcp as m, cancelwire.rebuild.reconstruct as r; print(m.__file__, r.__file__)"
+    )
+    compiled = _run([sys.executable, "-c", probe], pure=False).stdout.split()
+    pure = _run([sys.executable, "-c", probe], pure=True).stdout.split()
+    assert all(name.endswith(".so") for name in compiled), compiled
+    assert [Path(name).name for name in pure] == ["tcp.py", "reconstruct.py"]
+    assert _run([*CLI, "--version"], pure=False).stdout.endswith("(compiled by mypyc)\n")
+    assert _run([*CLI, "--version"], pure=True).stdout.endswith("(pure Python)\n")
+
+
+def _checkout(tmp_path: Path) -> Path:
+    """A source checkout's package as a build leaves it: a library, one compiled module beside its source."""
+    package = tmp_path / "analyzer"
+    (package / "rebuild").mkdir(parents=True)
+    source = package / "rebuild" / "pending.py"
+    source.write_text("")
+    (package / "rebuild" / f"pending{_compiled.EXTENSION}").write_bytes(b"")
+    (package / f"_native_rebuild__mypyc{_compiled.EXTENSION}").write_bytes(b"")
+    past = time.time() - 60
+    os.utime(source, (past, past))
+    return package
+
+
+def test_a_source_edited_after_the_build_is_stale(tmp_path: Path) -> None:
+    package = _checkout(tmp_path)
+    assert stale_sources(package) == []
+    (package / "rebuild" / "pending.py").write_text("# edited\n")
+    assert stale_sources(package) == ["rebuild/pending.py"]
+
+
+def test_an_installed_package_is_never_stale(tmp_path: Path) -> None:
+    package = _checkout(tmp_path)
+    (package / "rebuild" / "pending.py").write_text("# edited\n")
+    installed = package.rename(tmp_path / "cancelwire")
+    assert stale_sources(installed) == []
+
+
+@needs_build
+def test_the_tests_that_look_inside_the_sources_pass_on_them() -> None:
+    proc = _run([sys.executable, "-m", "pytest", "-q", "-m", "sources", "-p", "no:cacheprovider"], pure=True)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert " passed" in proc.stdout.splitlines()[-1]
