@@ -1,0 +1,259 @@
+"""The server→client half of an HTTP/1.1 connection (`http1`): response heads, bodies and ends.
+
+h11 is a protocol *participant*, not a passive parser: each response it reads gets a fresh client-role
+`h11.Connection`, told (with `send`) which request it is answering, so h11 knows the framing (a response
+to HEAD has no body, `Connection: close` reads to EOF, ...), then parses that one response. Responses
+answer requests in order (HTTP/1.1 pipelining), so the reader always works on the oldest request without
+a complete response. Plain heads and bodies (`http1_head`, `http1_body`) are read without h11.
+
+Responses are read in one loop (`Responses.read`), a step at a time, never a call per response: a
+hostile server's buffer of thousands of pipelined responses costs no deeper a stack than one.
+
+Server bytes that arrive before any request (a capture that starts mid-connection) are held up to
+`MAX_UNMATCHED_BYTES` and parsed once a request shows up. After a parse error the server's bytes are not
+parsed any further (HTTP/1.1 has no way to find the next message boundary); the caller reports it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import h11
+
+from .http1_body import BodyOutcome, PlainBody, chunked_parser, plain_framing
+from .http1_events import (
+    Headers,
+    HttpEvent,
+    ParseError,
+    RequestHead,
+    ResponseData,
+    ResponseEnd,
+    ResponseHead,
+    fields,
+    text,
+)
+from .http1_head import Next, read_response
+
+MAX_UNMATCHED_BYTES = 64 << 10
+
+
+@dataclass(slots=True)
+class AwaitingResponse:
+    exchange: int
+    head: RequestHead
+    plain: bool
+    """The head was read without h11 (`http1_head`): its response head can be too."""
+    event: h11.Request | None = None
+    """h11's request, made from `head` only when a response needs h11 (`request`)."""
+
+    def request(self) -> h11.Request:
+        if self.event is None:
+            head = self.head
+            self.event = h11.Request(
+                method=head.method, target=head.target, headers=list(head.headers), http_version=head.http_version
+            )
+        return self.event
+
+
+@dataclass(slots=True)
+class Responses:
+    """The server's side of one connection: the requests waiting for a response, and the reader of the
+    response under way (h11's, or a plain body's)."""
+
+    plain: bool = True
+    """Read plain heads and bodies without h11; False: h11 alone (`Http1Connection.plain`)."""
+    broken: bool = False
+    closed: bool = False
+    """The server's end of stream (FIN) was fed: h11 must get no byte after it."""
+    switched: tuple[Headers, bytes] | None = None
+    """After a 101: the upgraded request's headers, and the server's bytes after the 101 (the new protocol's)."""
+    _waiting: deque[AwaitingResponse] = field(default_factory=deque)
+    """Requests whose response has not ended, oldest first."""
+    _resp: h11.Connection | None = None
+    _body: PlainBody | None = None
+    """The response body being read without h11 (`http1_body`); `_resp` is None meanwhile."""
+    _unmatched: bytearray = field(default_factory=bytearray)
+    """Server bytes h11 does not hold: with no request to answer, before a plain response head is
+    complete, or the start of a plain body until `_body_step` takes it."""
+
+    @property
+    def at_rest(self) -> bool:
+        """No request waiting, no response under way, no byte held, not broken, switched or closed."""
+        return not (
+            self._waiting
+            or self._resp is not None
+            or self._body is not None
+            or self._unmatched
+            or self.broken
+            or self.switched is not None
+            or self.closed
+        )
+
+    def open_exchanges(self) -> list[int]:
+        """Exchanges whose response has not ended, oldest first (the first one is being answered)."""
+        return [p.exchange for p in self._waiting]
+
+    def expect(self, awaiting: AwaitingResponse, out: list[HttpEvent]) -> None:
+        """A request head was read: its response is read once those of the requests before it ended."""
+        self._waiting.append(awaiting)
+        if self._resp is None and self._body is None and (len(self._waiting) == 1 or not self._waiting[0].plain):
+            self.read(out)  # (with an older plain request waiting, its response head is under way)
+
+    def feed(self, data: bytes) -> list[HttpEvent]:
+        if self.closed:  # h11 raises RuntimeError on data after EOF: never hand it any
+            self.broken = True
+            return [ParseError(False, f"{len(data)} server bytes after the server's FIN")]
+        out: list[HttpEvent] = []
+        if self._body is not None:  # the next bytes of a plain body (most segments): read on once it ends
+            if not self._body_step(data, out):
+                return out
+        elif self._resp is not None:
+            self._resp.receive_data(data)
+        else:
+            self._unmatched += data
+            if not self._waiting and len(self._unmatched) > MAX_UNMATCHED_BYTES:
+                self.broken = True
+                self._unmatched.clear()
+                return [ParseError(False, f"more than {MAX_UNMATCHED_BYTES} server bytes with no request")]
+        self.read(out)
+        return out
+
+    def close(self) -> list[HttpEvent]:
+        """The server sent FIN: ends a read-until-close body, or cuts the response being sent."""
+        self.closed = True
+        if not self._waiting:
+            return []
+        out: list[HttpEvent] = []
+        if self._body is not None:  # the body was not finished: cut
+            out.append(ResponseEnd(self._waiting[0].exchange, complete=False, detail=self._body.eof_error()))
+            self._waiting.popleft()
+            self._body = None
+            return out
+        self.read(out, fin=True)
+        return out
+
+    def read(self, out: list[HttpEvent], fin: bool = False) -> None:
+        """Read the server's bytes into responses, one step at a time while a step moves on: start the
+        oldest waiting response, read its head (plain or by h11), its body, end it, start the next. One
+        loop, no call per response: a buffer of pipelined responses goes no deeper than one response.
+
+        `fin` (the server has closed): an h11 reader that can go no further is given the FIN, after the
+        bytes it holds, and read on; each response it ends leaves the FIN to the next reader."""
+        given: h11.Connection | None = None  # the h11 reader given the FIN
+        while not self.broken:
+            if self._body is not None:
+                moved = self._body_step(self._take_held(), out)
+            elif self._resp is not None:
+                moved = self._h11_step(out, closing=self._resp is given)
+            elif self._waiting:
+                pending = self._waiting[0]
+                moved = self._plain_head(out) if pending.plain and not self.closed else self._h11_start(out)
+            else:
+                moved = False
+            if not moved:
+                if not fin or self._resp is None or self._resp is given:
+                    return
+                given = self._resp
+                given.receive_data(b"")
+
+    def _plain_head(self, out: list[HttpEvent]) -> bool:
+        """Read the held server bytes as a plain response head, or give them to h11."""
+        pending = self._waiting[0]
+        if not self._unmatched:
+            return False
+        head = read_response(self._unmatched) if pending.head.method != "HEAD" else Next.H11
+        if head is Next.WAIT:
+            return False
+        if head is Next.H11:
+            return self._h11_start(out)
+        status, reason = head.fields
+        out.append(ResponseHead(pending.exchange, int(status), reason, head.headers))
+        del self._unmatched[: head.size]
+        self._body = PlainBody(head.length)
+        return True
+
+    def _h11_start(self, out: list[HttpEvent]) -> bool:
+        """Make h11's response parser for the oldest waiting request and give it any held bytes."""
+        pending = self._waiting[0]
+        conn = h11.Connection(h11.CLIENT)
+        try:
+            conn.send(pending.request())
+        except h11.LocalProtocolError as exc:  # a request h11 parsed but will not send (rare)
+            self.broken = True
+            out.append(ParseError(False, f"cannot follow the response to this request: {exc}", pending.exchange))
+            return False
+        self._resp = conn
+        if self._unmatched:  # never receive_data(b""): that means EOF
+            conn.receive_data(self._take_held())
+        return True
+
+    def _h11_step(self, out: list[HttpEvent], closing: bool) -> bool:
+        """One h11 event of the response (`closing`: h11 has the server's FIN); False when h11 needs more
+        bytes, the response side broke, or the connection switched protocols."""
+        assert self._resp is not None
+        pending = self._waiting[0]
+        try:
+            event = self._resp.next_event()
+        except h11.RemoteProtocolError as exc:
+            if closing:
+                out.append(ResponseEnd(pending.exchange, complete=False, detail=str(exc)))
+                self._waiting.popleft()
+                self._resp = None
+                return False
+            self.broken = True
+            out.append(ParseError(False, f"bad response: {exc}", pending.exchange))
+            return False
+        if isinstance(event, h11.InformationalResponse):
+            if event.status_code != 101:
+                return True
+            self.switched = (pending.head.headers, bytes(self._resp.trailing_data[0]))
+            out.append(ResponseHead(pending.exchange, 101, text(event.reason), fields(event.headers)))
+            return False
+        if isinstance(event, h11.Response):
+            reason = event.reason.decode("latin-1")
+            out.append(ResponseHead(pending.exchange, event.status_code, reason, fields(event.headers)))
+            length = plain_framing(pending.request().method, event) if self.plain and not closing else None
+            if length is not None:
+                self._body = PlainBody(length)
+                self._unmatched += self._resp.trailing_data[0]
+                self._resp = None
+        elif isinstance(event, h11.Data):
+            out.append(ResponseData(pending.exchange, bytes(event.data)))
+        elif isinstance(event, h11.EndOfMessage):
+            self._end_response(out, self._resp.trailing_data[0])
+        else:  # NEED_DATA, PAUSED, ConnectionClosed
+            return False
+        return True
+
+    def _body_step(self, data: bytes, out: list[HttpEvent]) -> bool:
+        """Bytes of a plain response body (`_body`): its pieces, and its end, error or return to h11."""
+        assert self._body is not None
+        pending = self._waiting[0]
+        fed = self._body.feed(data)
+        for piece in fed.pieces:
+            out.append(ResponseData(pending.exchange, piece))
+        if fed.outcome is BodyOutcome.MORE:
+            return False
+        if fed.outcome is BodyOutcome.ERROR:
+            self.broken = True
+            out.append(ParseError(False, f"bad response: {fed.error}", pending.exchange))
+            return False
+        self._body = None
+        if fed.outcome is BodyOutcome.H11:
+            self._resp = chunked_parser(pending.request())
+            self._resp.receive_data(fed.rest)
+        else:
+            self._end_response(out, fed.rest)
+        return True
+
+    def _take_held(self) -> bytes:
+        held = bytes(self._unmatched)
+        self._unmatched.clear()
+        return held
+
+    def _end_response(self, out: list[HttpEvent], rest: bytes) -> None:
+        """The oldest waiting response ended: the bytes after it are held for the next one."""
+        out.append(ResponseEnd(self._waiting.popleft().exchange))
+        self._resp = None
+        self._unmatched += rest
