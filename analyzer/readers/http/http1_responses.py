@@ -122,14 +122,7 @@ class Responses:
     def close(self) -> list[HttpEvent]:
         """The server sent FIN: ends a read-until-close body, or cuts the response being sent."""
         self.closed = True
-        if not self._waiting:
-            return []
         out: list[HttpEvent] = []
-        if self._body is not None:  # the body was not finished: cut
-            out.append(ResponseEnd(self._waiting[0].exchange, complete=False, detail=self._body.eof_error()))
-            self._waiting.popleft()
-            self._body = None
-            return out
         self.read(out, fin=True)
         return out
 
@@ -138,8 +131,10 @@ class Responses:
         oldest waiting response, read its head (plain or by h11), its body, end it, start the next. One
         loop, no call per response: a buffer of pipelined responses goes no deeper than one response.
 
-        `fin` (the server has closed): an h11 reader that can go no further is given the FIN, after the
-        bytes it holds, and read on; each response it ends leaves the FIN to the next reader."""
+        Once the server has closed (`closed`), a response whose body can go no further is ended the same
+        way however its head was read: a plain body is cut (in h11's words), an h11 reader is given the
+        FIN, after the bytes it holds, and read on. `fin` (the FIN itself): so is the reader of a head
+        under way; each response a reader given the FIN ends leaves it to the next reader."""
         given: h11.Connection | None = None  # the h11 reader given the FIN
         while not self.broken:
             if self._body is not None:
@@ -151,11 +146,19 @@ class Responses:
                 moved = self._plain_head(out) if pending.plain and not self.closed else self._h11_start(out)
             else:
                 moved = False
-            if not moved:
-                if not fin or self._resp is None or self._resp is given:
-                    return
-                given = self._resp
-                given.receive_data(b"")
+            if moved:
+                continue
+            if not self.closed:
+                return
+            if self._body is not None:  # the FIN cut the body
+                pending = self._waiting.popleft()
+                out.append(ResponseEnd(pending.exchange, complete=False, detail=self._body.eof_error()))
+                self._body = None
+                return
+            if self._resp is None or self._resp is given or not (fin or self._resp.their_state is h11.SEND_BODY):
+                return
+            given = self._resp
+            given.receive_data(b"")
 
     def _plain_head(self, out: list[HttpEvent]) -> bool:
         """Read the held server bytes as a plain response head, or give them to h11."""
