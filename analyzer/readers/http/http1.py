@@ -183,14 +183,13 @@ class Http1Connection:
         if self._req_plain is not None:
             if not self._req_buf:
                 return False
-            fed = self._req_plain.feed(bytes(self._req_buf))
-            self._req_buf.clear()
+            fed = self._req_plain.feed(self._req_buf)
+            del self._req_buf[: fed.end]
             for piece in fed.pieces:
                 self._request_bytes(piece)
             if fed.outcome is BodyOutcome.MORE:
                 return False
             self._req_plain = None
-            self._req_buf += fed.rest
             self._request_end(out)
             return True
         if self.plain and not self._req_buf:
