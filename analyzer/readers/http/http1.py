@@ -139,9 +139,7 @@ class Http1Connection:
         return out
 
     def feed_server(self, data: bytes) -> list[HttpEvent]:
-        if self.server_broken or self.upgraded or not data:
-            return []
-        return self._responses.feed(data)
+        return [] if self._connect else self._responses.feed(data)
 
     def close_client(self) -> list[HttpEvent]:
         """The client sent FIN: a request cut in the middle is a parse error."""
@@ -165,9 +163,7 @@ class Http1Connection:
 
     def close_server(self) -> list[HttpEvent]:
         """The server sent FIN: ends a read-until-close body, or cuts the response being sent."""
-        if self.server_broken or self.upgraded or self.server_closed:
-            return []
-        return self._responses.close()
+        return [] if self._connect else self._responses.close()
 
     # -- internals ---------------------------------------------------------------------------------
 

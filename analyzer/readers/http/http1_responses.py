@@ -118,6 +118,9 @@ class Responses:
             self.read(out)  # (with an older plain request waiting, its response head is under way)
 
     def feed(self, data: bytes) -> list[HttpEvent]:
+        """The server's next bytes: what they complete."""
+        if self.broken or self.switched is not None or not data:
+            return []
         if self.closed:  # h11 raises RuntimeError on data after EOF: never hand it any
             self.broken = True
             return [ParseError(False, f"{len(data)} server bytes after the server's FIN")]
@@ -136,6 +139,8 @@ class Responses:
 
     def close(self) -> list[HttpEvent]:
         """The server sent FIN: ends a read-until-close body, or cuts the response being sent."""
+        if self.broken or self.switched is not None or self.closed:
+            return []
         self.closed = True
         out: list[HttpEvent] = []
         self.read(out, fin=True)
@@ -252,7 +257,7 @@ class Responses:
         fed = self._body.feed(data)
         if data is self._held:
             del self._held[: fed.end]
-        else:
+        elif fed.end < len(data):
             self._held += data[fed.end :]
         for piece in fed.pieces:
             out.append(ResponseData(pending.exchange, piece))
