@@ -103,6 +103,37 @@ def test_server_fin_mid_chunked_body_is_an_incomplete_end() -> None:
     assert len(out) == 1 and isinstance(out[0], ResponseEnd) and not out[0].complete
 
 
+LATE = {  # HAND-WRITTEN: a response cut by the server's FIN before its request shows up (no peer was recorded doing it)
+    "plain head, length": b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nabc",
+    "bare-LF head, length": b"HTTP/1.1 200 OK\nContent-Length: 9\n\nabc",
+    "interim, then length": b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nabc",
+}
+
+
+@pytest.mark.parametrize("plain", [True, False], ids=["plain", "h11-only"])
+@pytest.mark.parametrize("name", list(LATE))
+def test_a_body_the_fin_cut_before_its_request_came_ends_incomplete(name: str, plain: bool) -> None:
+    """The FIN came first, so h11 reads the head (`plain`: then hands the body to `http1_body`): the body
+    ends when the request shows up, cut, as a body the FIN cuts after its request does (h11's words)."""
+    conn = Http1Connection(plain=plain)
+    assert conn.feed_server(LATE[name]) == [] and conn.close_server() == []
+    out = conn.feed_client(POST + POST)
+    cut = "peer closed connection without sending complete message body (received 3 bytes, expected 9)"
+    assert out[1:4] == [
+        ResponseHead(0, 200, "OK", (("content-length", "9"),)),
+        ResponseData(0, b"abc"),
+        ResponseEnd(0, complete=False, detail=cut),
+    ]
+    kept = ["RequestHead", "ResponseHead", "ResponseData", "ResponseEnd", "RequestEnd", "RequestHead", "RequestEnd"]
+    assert kinds(out) == kept
+    assert conn.open_exchanges() == [1]  # no byte of its response: left open, as before
+    # the same bytes with the request first: the same end
+    conn = Http1Connection(plain=plain)
+    conn.feed_client(POST)
+    assert conn.feed_server(LATE[name])[-1] == ResponseData(0, b"abc")
+    assert conn.close_server() == [ResponseEnd(0, complete=False, detail=cut)]
+
+
 def test_read_until_close_body_ends_at_fin() -> None:
     conn = Http1Connection()
     conn.feed_client(POST)

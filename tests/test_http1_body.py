@@ -13,6 +13,9 @@ from cancelwire.readers.http.http1 import (
     ResponseEnd,
     ResponseHead,
 )
+from cancelwire.readers.http.http1_responses import WINDOW
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 POST = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
 CHUNKED = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -27,6 +30,7 @@ RESPONSES = {
     "bad footer": CHUNKED + b"9\r\ndata: a\n\nXY9\r\ndata: b\n\n\r\n",
     "half a footer": CHUNKED + b"9\r\ndata: a\n\n\rY",
     "cut chunk": CHUNKED + b"9\r\ndata: a\n\n\r\n10\r\ndata",
+    "cut size line": CHUNKED + b"9\r\ndata: a\n\n\r\n1",  # the FIN here: h11's words for bytes it cannot read
     "long size line": CHUNKED + b"9\r\ndata: a\n\n\r\n" + b"0" * 100 + b"9\r\ndata: b\n\n\r\n0\r\n\r\n",
     "sized": SIZED + b'{"id": 1}\r\n',
     "sized, cut": SIZED + b'{"id"',
@@ -41,13 +45,15 @@ def answering() -> h11.Connection:
     return conn
 
 
-def h11_events(cuts: list[bytes], close: bool) -> list[HttpEvent]:
-    """What h11 alone makes of the same response bytes, fed the same way (the reference)."""
+def h11_events(cuts: list[bytes], close: bool, n: int = 2) -> list[HttpEvent]:
+    """What h11 alone makes of the same response bytes to N requests, handed each segment whole as it comes
+    (the reference; the reader once worked so, and gave h11 every held byte per response): a fresh h11 per
+    response starts with the bytes the one before did not consume, and after the FIN each is given it."""
     conn = answering()
     out: list[HttpEvent] = []
     exchange = 0
-    for n, data in enumerate([*cuts, b""] if close else cuts):
-        closing = n == len(cuts)
+    for data in [*cuts, b""] if close else cuts:
+        closing = not data
         conn.receive_data(data)
         while True:
             try:
@@ -56,6 +62,8 @@ def h11_events(cuts: list[bytes], close: bool) -> list[HttpEvent]:
                 cut = ResponseEnd(exchange, complete=False, detail=str(exc))
                 out.append(cut if closing else ParseError(False, f"bad response: {exc}", exchange))
                 return out
+            if isinstance(event, h11.InformationalResponse):
+                continue
             if isinstance(event, h11.Response):
                 headers = tuple((k.decode().lower(), v.decode()) for k, v in event.headers)
                 out.append(ResponseHead(exchange, event.status_code, event.reason.decode(), headers))
@@ -65,19 +73,21 @@ def h11_events(cuts: list[bytes], close: bool) -> list[HttpEvent]:
                 out.append(ResponseEnd(exchange))
                 rest = conn.trailing_data[0]
                 exchange += 1
-                if exchange == 2:  # both requests answered
+                if exchange == n:  # every request answered
                     return out
                 conn = answering()
                 if rest:
                     conn.receive_data(rest)
+                if closing:
+                    conn.receive_data(b"")
             else:
                 break
     return out
 
 
-def ours(cuts: list[bytes], close: bool) -> list[HttpEvent]:
-    conn = Http1Connection()
-    conn.feed_client(POST + POST)
+def ours(cuts: list[bytes], close: bool, n: int = 2, plain: bool = True) -> list[HttpEvent]:
+    conn = Http1Connection(plain=plain)
+    conn.feed_client(POST * n)
     out: list[HttpEvent] = []
     for data in cuts:
         out += conn.feed_server(data)
@@ -95,3 +105,91 @@ def test_every_cut_in_two_and_three_gives_h11s_events(name: str, close: bool) ->
     cuttings += [[data[:i], data[i : i + 3], data[i + 3 :]] for i in range(1, len(data) - 3)]
     for cuts in cuttings:
         assert ours(cuts, close) == h11_events(cuts, close), cuts
+
+
+# -- many pipelined responses, h11 handed held bytes a window at a time ------------------------------------------
+
+BIG = bytes(range(32, 127)) * 60  # 5,700 bytes: more than a window (`WINDOW`), so h11 is handed it in turns
+PIPELINED = [  # HAND-WRITTEN responses (real framing, odd and plain), pipelined in any order
+    SIZED + b'{"id": 1}\r\n',
+    CHUNKED + b"9\r\ndata: a\n\n\r\n0\r\n\r\n",
+    CHUNKED + b"9;x=1\r\ndata: a\n\n\r\n0\r\n\r\n",  # h11 reads the body from the extension on
+    CHUNKED + b"9\r\ndata: a\n\n\r\n0\r\nX-T: 1\r\n\r\n",  # trailers
+    b"HTTP/1.1 200 OK\nContent-Length: 2\n\n{}",  # bare LF: h11 reads the head
+    b"HTTP/1.1 100 Continue\r\n\r\n" + SIZED + b'{"id": 2}\r\n',
+    b"HTTP/1.1 204 No Content\r\n\r\n",
+    b"HTTP/1.1 200 OK\nContent-Length: %d\n\n%s" % (len(BIG), BIG),
+    CHUNKED + b"%x;big=1\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(BIG), BIG, len(BIG) // 2, BIG[: len(BIG) // 2]),
+    CHUNKED + b"1;" + b"e=1;" * 5000 + b"\r\nx\r\n0\r\n\r\n",  # a 20 kB chunk-size line: longer than h11's 16 kB
+    SIZED.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n") + b'{"id": 3}\r\n',
+]
+UNTIL_CLOSE = b"HTTP/1.1 200 OK\nContent-Type: text/event-stream\n\n" + BIG
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    kinds=st.lists(st.integers(0, len(PIPELINED) - 1), min_size=1, max_size=10),
+    until_close=st.booleans(),
+    keep=st.integers(0, 1 << 17),
+    cuts=st.lists(st.integers(1, 1 << 17), max_size=4),
+    close=st.booleans(),
+    plain=st.booleans(),
+)
+def test_pipelined_responses_cut_anywhere_give_h11s_events(
+    kinds: list[int], until_close: bool, keep: int, cuts: list[int], close: bool, plain: bool
+) -> None:
+    """The reader hands h11 held bytes a window at a time (a head to its blank line, a body in growing
+    turns): the same events as h11 handed each segment whole, on either path, wherever the stream stops."""
+    stream = b"".join(PIPELINED[k] for k in kinds) + (UNTIL_CLOSE if until_close else b"")
+    stream = stream[:keep]
+    points = sorted({min(c, len(stream)) for c in cuts})
+    segments = [stream[i:j] for i, j in zip([0, *points], [*points, len(stream)], strict=True) if j > i]
+    n = len(kinds) + until_close
+    assert ours(segments, close, n, plain) == h11_events(segments, close, n)
+
+
+def handed_to_h11(monkeypatch: pytest.MonkeyPatch, response: bytes, n: int, plain: bool) -> int:
+    """Bytes h11 reading responses is handed and hands back (`trailing_data`) while reading N pipelined
+    RESPONSEs in one segment (h11 reading requests is not counted: `plain=False` reads the requests too)."""
+    counted = [0]
+    receive, trailing = h11.Connection.receive_data, h11.Connection.trailing_data
+
+    def counting_receive(conn: h11.Connection, data: bytes) -> None:
+        counted[0] += len(data) if conn.our_role is h11.CLIENT else 0
+        receive(conn, data)
+
+    def counting_trailing(conn: h11.Connection) -> tuple[bytes, bool]:
+        held: tuple[bytes, bool] = trailing.fget(conn)
+        counted[0] += len(held[0]) if conn.our_role is h11.CLIENT else 0
+        return held
+
+    with monkeypatch.context() as patch:
+        patch.setattr(h11.Connection, "receive_data", counting_receive)
+        patch.setattr(h11.Connection, "trailing_data", property(counting_trailing))
+        conn = Http1Connection(plain=plain)
+        conn.feed_client(POST * n)
+        out = conn.feed_server(response * n)
+    assert [e for e in out if isinstance(e, ResponseEnd)] == [ResponseEnd(k) for k in range(n)]
+    return counted[0]
+
+
+H11_READ = {  # name: (response, plain) for each way h11 reads a part of a response (`plain`: only that part)
+    "chunk extension": (PIPELINED[2], True),
+    "bare LF head": (PIPELINED[4], True),
+    "interim": (PIPELINED[5], True),
+    "chunked, h11 only": (PIPELINED[1], False),
+    "sized, h11 only": (PIPELINED[0], False),
+    "chunk extension, h11 only": (PIPELINED[2], False),
+    "bare LF head, h11 only": (PIPELINED[4], False),
+    "no content, h11 only": (PIPELINED[6], False),
+}
+
+
+@pytest.mark.parametrize("name", list(H11_READ))
+def test_h11s_work_grows_with_the_responses_not_their_square(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """Many small pipelined responses in one segment (up to 4,000 in 64 kB): h11 is handed each byte about
+    once, not the rest of the segment per response (4x the responses: 4x the bytes, not 16x)."""
+    response, plain = H11_READ[name]
+    few, many = (handed_to_h11(monkeypatch, response, n, plain) for n in (1000, 4000))
+    assert few > 0 and many <= 4.2 * few  # (before: 16x, h11 handed the rest of the segment per response)
+    assert many <= 4000 * (3 * len(response) + 2 * WINDOW)

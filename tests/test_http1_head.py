@@ -125,14 +125,19 @@ RESPONSES = {
 }
 
 
-def run(client: list[bytes], server: list[bytes], *, plain: bool, server_first: bool, close: bool) -> object:
-    """Everything a connection says fed these segments, and the state it is left in."""
+def run(
+    client: list[bytes], server: list[bytes], *, plain: bool, server_first: bool, close: bool, fin_first: bool = False
+) -> object:
+    """Everything a connection says fed these segments, and the state it is left in (`fin_first`: the
+    server's FIN comes before the client's bytes)."""
     conn = Http1Connection(plain=plain)
     out: list[HttpEvent] = []
     feeds = [(conn.feed_server, server), (conn.feed_client, client)]
     for feed, cuts in feeds if server_first else feeds[::-1]:
         for data in cuts:
             out += feed(data)
+        if fin_first and feed == conn.feed_server:
+            out += conn.close_server()
     if close:
         out += conn.close_client() + conn.close_server()
     state = (conn.exchanges, conn.open_exchanges(), conn.at_rest, conn.upgraded, conn.switched)
@@ -224,4 +229,7 @@ STATUS_LINES = [b"HTTP/1.1 200 OK", b"HTTP/1.1 202", b"HTTP/1.1 204 No", b"HTTP/
 def test_generated_conversations_give_h11s_events(
     requests: list[bytes], responses: list[bytes], client_cuts: list[int], server_cuts: list[int]
 ) -> None:
-    same(cut(b"".join(requests), client_cuts), cut(b"".join(responses), server_cuts))
+    client, server = cut(b"".join(requests), client_cuts), cut(b"".join(responses), server_cuts)
+    same(client, server)
+    ours = run(client, server, plain=True, server_first=True, close=True, fin_first=True)
+    assert ours == run(client, server, plain=False, server_first=True, close=True, fin_first=True)

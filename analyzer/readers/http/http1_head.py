@@ -29,6 +29,8 @@ _REQUEST_LINE = re.compile(rf"({_TOKEN}) ([\x21-\x7e]+) HTTP/1\.1")
 _STATUS_LINE = re.compile(r"HTTP/1\.1 ([0-9]{3})(?: ([ \t\x21-\x7e]*))?")
 _FIELDS = re.compile(rf"(?:{_TOKEN}:[ \t]*+(?:{_VALUE})?[ \t]*+\r\n)*+")
 _LENGTH = re.compile(r"[0-9]{1,20}")
+BLANK_LINE = re.compile(rb"\n\r?\n")
+"""Where h11 ends a head (`h11._receivebuffer.blank_line_regex`)."""
 
 
 class Next(enum.Enum):
@@ -108,15 +110,18 @@ def _split(
 
 
 def _head_text(buf: bytes | bytearray) -> str | Next:
-    """The head before its blank line, decoded; or what to do without one."""
-    end = buf.find(b"\r\n\r\n")
-    if 0 <= end <= MAX_HEAD - 4:
-        return buf[:end].decode("latin-1")
-    if not buf:
-        return Next.WAIT
-    if end >= 0 or buf[0] < 0x21 or len(buf) > MAX_HEAD or b"\n\n" in buf or b"\n\r\n" in buf:
+    """The head before its blank line, decoded; or what to do without one. The search stops at the first
+    blank line h11 would end a head at, and never looks past `MAX_HEAD` bytes (the bytes after a head may
+    be many more messages)."""
+    blank = BLANK_LINE.search(buf, 0, MAX_HEAD)
+    if blank is None:
+        if not buf:
+            return Next.WAIT
+        return Next.H11 if buf[0] < 0x21 or len(buf) > MAX_HEAD else Next.WAIT
+    end = blank.start() - 1
+    if end < 0 or blank.end() - blank.start() != 3 or buf[end] != 0x0D:  # a bare LF ends it
         return Next.H11
-    return Next.WAIT
+    return buf[:end].decode("latin-1")
 
 
 def _fields(block: str) -> tuple[tuple[str, str], ...] | None:
