@@ -35,9 +35,15 @@ GROUPS = {
         "readers/http/http1*.py",
         "readers/http/sse.py",
     ),
-    "transcript": ("readers/text/transcript.py", "readers/lines.py", "readers/event_factory.py"),
+    "transcript": ("readers/text/transcript.py", "readers/lines.py", "readers/event_factory.py", "model/jsonrpc.py"),
     "rebuild": ("rebuild/*.py",),
-    "judge": ("judge/engine.py", "judge/matching.py", "judge/outcomes.py", "judge/task_outcomes.py"),
+    "judge": (
+        "judge/engine.py",
+        "judge/matching.py",
+        "judge/outcomes.py",
+        "judge/task_outcomes.py",
+        "merge/same_session.py",
+    ),
 }
 """The modules compiled (patterns under analyzer/; `__init__` never), where every recorded message passes, in
 groups that compile side by side, each to one shared library `cancelwire/_native_<group>__mypyc*.so`."""

@@ -113,7 +113,7 @@ def dumps(value: Any, *, indent: bool = False) -> bytes:
         return json.dumps(value, indent=2 if indent else None, ensure_ascii=False).encode("utf-8", "replace")
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")  # escapes read by re: mypyc refuses surrogates in literals
 
 
 def _reject_constant(name: str) -> Any:
