@@ -10,7 +10,7 @@ from cancelwire.model import EntryKind, Origin, SessionStart, Side, TimelineEntr
 from cancelwire.rebuild.entrylog import EntryLog
 from cancelwire.rebuild.finished import FinishedRequests, TokenState
 from cancelwire.rebuild.pending import PendingRequest, SessionState
-from cancelwire.rebuild.remembered import MAX_KINDS, Kind, KindMemory, Memory
+from cancelwire.rebuild.remembered import MAX_KINDS, Kind, KindMemory, Kinds, Memory
 
 KINDS = [Kind("tools/call", True, False), Kind("tools/call", False, False), Kind("sampling/createMessage", True, True)]
 
@@ -37,7 +37,7 @@ def test_it_remembers_and_forgets_what_the_plain_memory_does() -> None:
         rng = random.Random(seed)
         limit = rng.choice([1, 3, 17, 64, 200])
         plain: Memory[object, tuple[Kind, float | None]] = Memory(limit)
-        compact = KindMemory(limit)
+        compact = KindMemory(limit, Kinds())
         stores = ["s0", "s1", "s2"]
         ids = _ids(rng, rng.choice([1, 2, 5, 300]))
         for step in range(1_500):
@@ -55,7 +55,7 @@ def test_it_remembers_and_forgets_what_the_plain_memory_does() -> None:
 
 
 def test_kinds_past_the_numbered_ones_are_kept_whole() -> None:
-    compact = KindMemory(limit=MAX_KINDS + 10)
+    compact = KindMemory(MAX_KINDS + 10, Kinds())
     for n in range(MAX_KINDS + 5):
         compact.put("s", n, Kind(f"m{n}", True, False), float(n))
     assert compact.get("s", 3) == (Kind("m3", True, False), 3.0)
@@ -63,7 +63,7 @@ def test_kinds_past_the_numbered_ones_are_kept_whole() -> None:
 
 
 def test_one_id_put_again_and_again_keeps_it_small() -> None:
-    compact = KindMemory(limit=1_000)
+    compact = KindMemory(1_000, Kinds())
     for n in range(100_000):
         compact.put(f"s{n % 3}", 7, KINDS[0], float(n))
     assert compact.get("s0", 7) == (KINDS[0], 99_999.0)
@@ -73,7 +73,7 @@ def test_one_id_put_again_and_again_keeps_it_small() -> None:
 
 def test_a_long_session_keeps_its_arrays_to_what_it_remembers() -> None:
     """Ids counted up past the limit: the oldest go, and with them their places in the arrays and the table."""
-    compact = KindMemory(limit=1_000)
+    compact = KindMemory(1_000, Kinds())
     for n in range(100_000):
         compact.put("s", n, KINDS[0], float(n))
     (store,) = compact._stores.values()

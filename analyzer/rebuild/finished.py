@@ -36,7 +36,7 @@ from ..model import (
 )
 from .ordering import relate
 from .pending import PendingRequest, SessionState
-from .remembered import Kind, KindMemory, Memory
+from .remembered import KindMemory, Kinds, Memory
 
 
 class Tombstone(NamedTuple):
@@ -85,11 +85,12 @@ class FinishedRequests:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         """Finished requests (and, apart, their tokens) remembered before the oldest are forgotten."""
-        self._requests = KindMemory(limit)
+        kinds = Kinds()
+        self._requests = KindMemory(limit, kinds)
         """Every other finished request: its tombstone's kind and time."""
         self._held: Memory[RequestId, HeldTombstone] = Memory(limit)
         """Requests judged unanswered at the end of their hold, apart."""
-        self._tokens = KindMemory(limit)
+        self._tokens = KindMemory(limit, kinds)
         """The progress token of a finished request that still owned it: its tombstone's kind."""
         self._forgetting = False
 
@@ -121,11 +122,11 @@ class FinishedRequests:
         # an id used again: its newest use goes to the end (`put`), and out of the other memory
         if judged and not ended and not item.replied and item.cancel is not None:
             held = HeldTombstone(method, last.ts, _bare(item.cancel), item.proof_seq, item.is_task)
-            kind = Kind(method, held.judged, item.is_task)
+            kind = (method, held.judged, item.is_task)
             self._requests.pop(store, request_id)
             forgot = self._held.put(store, request_id, held)
         else:
-            kind = Kind(method, judged, item.is_task)
+            kind = (method, judged, item.is_task)
             self._held.pop(store, request_id)
             forgot = self._requests.put(store, request_id, kind, last.ts)
         if own_token and item.progress_token is not None:

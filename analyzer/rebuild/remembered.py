@@ -83,7 +83,7 @@ class Kind(NamedTuple):
 
 
 MAX_KINDS = 4096
-"""Kinds numbered per memory; an entry of a further kind (a hostile input's thousands of methods) is kept
+"""Kinds numbered per input; an entry of a further kind (a hostile input's thousands of methods) is kept
 whole in its store's `others`."""
 GONE, OTHER = 0, 1
 """`_Store.codes` besides a kind's number (from 2): an entry removed or put again since (skipped when it
@@ -137,7 +137,7 @@ class _Store:
             return kind, ts
         return kinds[code - 2], _time(self.times[at])
 
-    def add(self, key: Hashable, code: int, kind: Kind, ts: float | None) -> None:
+    def add(self, key: Hashable, code: int, kind: tuple[str, bool, bool], ts: float | None) -> None:
         """Append an entry (KEY has none: `drop` it first); CODE is KIND's number, or OTHER."""
         ids = self.ids
         last = ids[-1] if ids else BELOW_ALL
@@ -146,7 +146,7 @@ class _Store:
         else:
             position = self.first + len(self.codes)
             code = OTHER
-            self.others[key] = (position, kind, ts)
+            self.others[key] = (position, Kind(*kind), ts)
             self.other_ids[position] = key
             ids.append(last)
         self.codes.append(code)
@@ -185,22 +185,40 @@ class _Store:
         return self.ids[at], code, kinds[code - 2], _time(self.times[at])
 
 
+class Kinds:
+    """The kinds of finished request an input has, each kept once and named by a small number (from 2), at
+    most `MAX_KINDS` (a further one is OTHER); shared by its memories."""
+
+    def __init__(self) -> None:
+        self.kinds: list[Kind] = []
+        """By number - 2."""
+        self._numbers: dict[tuple[str, bool, bool], int] = {}
+
+    def number(self, kind: tuple[str, bool, bool]) -> int:
+        number = self._numbers.get(kind)
+        if number is None:
+            if len(self.kinds) >= MAX_KINDS:
+                return OTHER
+            number = self._numbers[kind] = len(self.kinds) + 2
+            self.kinds.append(Kind(*kind))
+        return number
+
+
 class KindMemory:
     """Kinds and times by (store, key), at most `limit`, oldest forgotten first; a key put again goes to the
     end: what `Memory` does, in `_Store`s, with a queue of the store each entry went to (entries of one store
-    come up in its own order), and each kind kept once and named by its number."""
+    come up in its own order)."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, kinds: Kinds) -> None:
         self.limit = limit
+        self.kinds = kinds
         self._stores: dict[Hashable, _Store] = {}
         self._queue: deque[_Store] = deque()
         self._size = 0
-        self._kinds: list[Kind] = []
-        self._numbers: dict[Kind, int] = {}
 
     def get(self, store: Hashable, key: Hashable) -> tuple[Kind, float | None] | None:
         found = self._stores.get(store)
-        return None if found is None else found.get(_plain(key), self._kinds)
+        return None if found is None else found.get(_plain(key), self.kinds.kinds)
 
     def pop(self, store: Hashable, key: Hashable) -> None:
         found = self._stores.get(store)
@@ -210,18 +228,19 @@ class KindMemory:
             found.drop(position)
             self._size -= 1
 
-    def put(self, store: Hashable, key: Hashable, kind: Kind, ts: float | None) -> bool:
-        """Remember KIND and TS; True when the oldest had to be forgotten for it."""
+    def put(self, store: Hashable, key: Hashable, kind: tuple[str, bool, bool], ts: float | None) -> bool:
+        """Remember KIND (method, judged, task) and TS; True when the oldest had to be forgotten for it."""
         found = self._stores.get(store)
         if found is None:
             found = self._stores[store] = _Store()
-        key = _plain(key)
+        if type(key) is not int:
+            key = _plain(key)
         position = found.find(key)
         if position is None:
             self._size += 1
         else:
             found.drop(position)
-        found.add(key, self._number(kind), kind, ts)
+        found.add(key, self.kinds.number(kind), kind, ts)
         queue = self._queue
         queue.append(found)
         forgot = self._size > self.limit
@@ -231,22 +250,13 @@ class KindMemory:
             self._compact()
         return forgot
 
-    def _number(self, kind: Kind) -> int:
-        number = self._numbers.get(kind)
-        if number is None:
-            if len(self._kinds) >= MAX_KINDS:
-                return OTHER
-            number = self._numbers[kind] = len(self._kinds) + 2
-            self._kinds.append(kind)
-        return number
-
     def _compact(self) -> None:
         """Put what is remembered into new stores, in the same order, without the entries removed or put
         again and the stores emptied: both bounded by what is remembered."""
         names = {id(found): store for store, found in self._stores.items()}
         old, self._stores, self._queue = self._queue, {}, deque()
         for found, at in _positions(old):
-            entry = found.take(at, self._kinds)
+            entry = found.take(at, self.kinds.kinds)
             if entry is None:
                 continue
             key, code, kind, ts = entry
