@@ -137,6 +137,25 @@ class _Store:
             return kind, ts
         return kinds[code - 2], _time(self.times[at])
 
+    def put(self, key: Hashable, code: int, kind: tuple[str, bool, bool], ts: float | None) -> bool:
+        """Append an entry for KEY, its earlier one (if any) removed; True when KEY had none."""
+        ids = self.ids
+        if (
+            type(key) is int
+            and code != OTHER
+            and (ids[-1] if ids else BELOW_ALL) < key < WIDE
+            and key not in self.others
+        ):
+            ids.append(key)  # the common case: above every id in order, none aside, so no entry yet
+            self.codes.append(code)
+            self.times.append(NO_TIME if ts is None else ts)
+            return True
+        position = self.find(key)
+        if position is not None:
+            self.drop(position)
+        self.add(key, code, kind, ts)
+        return position is None
+
     def add(self, key: Hashable, code: int, kind: tuple[str, bool, bool], ts: float | None) -> None:
         """Append an entry (KEY has none: `drop` it first); CODE is KIND's number, or OTHER."""
         ids = self.ids
@@ -218,7 +237,9 @@ class KindMemory:
 
     def get(self, store: Hashable, key: Hashable) -> tuple[Kind, float | None] | None:
         found = self._stores.get(store)
-        return None if found is None else found.get(_plain(key), self.kinds.kinds)
+        if found is None:
+            return None
+        return found.get(key if type(key) is int else _plain(key), self.kinds.kinds)
 
     def pop(self, store: Hashable, key: Hashable) -> None:
         found = self._stores.get(store)
@@ -235,12 +256,7 @@ class KindMemory:
             found = self._stores[store] = _Store()
         if type(key) is not int:
             key = _plain(key)
-        position = found.find(key)
-        if position is None:
-            self._size += 1
-        else:
-            found.drop(position)
-        found.add(key, self.kinds.number(kind), kind, ts)
+        self._size += found.put(key, self.kinds.number(kind), kind, ts)
         queue = self._queue
         queue.append(found)
         forgot = self._size > self.limit
