@@ -48,7 +48,9 @@ def test_it_remembers_and_forgets_what_the_plain_memory_does() -> None:
             else:
                 kind = rng.choice(KINDS)
                 ts = None if rng.random() < 0.1 else step / 7
-                assert compact.put(store, key, kind, ts) == plain.put(store, key, (kind, ts)), (seed, step)
+                assert compact.put(store, key, kind, ts, compact.kinds.number(kind)) == plain.put(
+                    store, key, (kind, ts)
+                ), (seed, step)
             if step % 50 == 0:
                 _same(plain, compact, stores, ids)
         _same(plain, compact, stores, ids)
@@ -57,7 +59,8 @@ def test_it_remembers_and_forgets_what_the_plain_memory_does() -> None:
 def test_kinds_past_the_numbered_ones_are_kept_whole() -> None:
     compact = KindMemory(MAX_KINDS + 10, Kinds())
     for n in range(MAX_KINDS + 5):
-        compact.put("s", n, Kind(f"m{n}", True, False), float(n))
+        kind = Kind(f"m{n}", True, False)
+        compact.put("s", n, kind, float(n), compact.kinds.number(kind))
     assert compact.get("s", 3) == (Kind("m3", True, False), 3.0)
     assert compact.get("s", MAX_KINDS + 4) == (Kind(f"m{MAX_KINDS + 4}", True, False), float(MAX_KINDS + 4))
 
@@ -65,7 +68,7 @@ def test_kinds_past_the_numbered_ones_are_kept_whole() -> None:
 def test_one_id_put_again_and_again_keeps_it_small() -> None:
     compact = KindMemory(1_000, Kinds())
     for n in range(100_000):
-        compact.put(f"s{n % 3}", 7, KINDS[0], float(n))
+        compact.put(f"s{n % 3}", 7, KINDS[0], float(n), compact.kinds.number(KINDS[0]))
     assert compact.get("s0", 7) == (KINDS[0], 99_999.0)
     assert len(compact._queue) <= 2 * 3 + 16
     assert all(len(store.codes) <= 2 * 3 + 16 for store in compact._stores.values())
@@ -75,7 +78,7 @@ def test_a_long_session_keeps_its_arrays_to_what_it_remembers() -> None:
     """Ids counted up past the limit: the oldest go, and with them their places in the arrays and the table."""
     compact = KindMemory(1_000, Kinds())
     for n in range(100_000):
-        compact.put("s", n, KINDS[0], float(n))
+        compact.put("s", n, KINDS[0], float(n), compact.kinds.number(KINDS[0]))
     (store,) = compact._stores.values()
     assert compact.get("s", 98_999) is None and compact.get("s", 99_000) == (KINDS[0], 99_000.0)
     assert len(store.codes) <= 2 * 1_000

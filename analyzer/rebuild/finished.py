@@ -85,7 +85,7 @@ class FinishedRequests:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         """Finished requests (and, apart, their tokens) remembered before the oldest are forgotten."""
-        kinds = Kinds()
+        self._kinds = kinds = Kinds()
         self._requests = KindMemory(limit, kinds)
         """Every other finished request: its tombstone's kind and time."""
         self._held: Memory[RequestId, HeldTombstone] = Memory(limit)
@@ -119,18 +119,19 @@ class FinishedRequests:
         store, request_id = (session.key, item.requester), item.request_id
         # one copy of each method name for all of them (the parser gives every message its own)
         method = sys.intern(item.method)
+        held = item.cancel if judged and not ended and not item.replied else None
+        kind = (method, True if held is not None else judged, item.is_task)  # a held one is judged
+        number = self._kinds.number(kind)
         # an id used again: its newest use goes to the end (`put`), and out of the other memory
-        if judged and not ended and not item.replied and item.cancel is not None:
-            held = HeldTombstone(method, last.ts, _bare(item.cancel), item.proof_seq, item.is_task)
-            kind = (method, held.judged, item.is_task)
+        if held is not None:
+            tomb = HeldTombstone(method, last.ts, _bare(held), item.proof_seq, item.is_task)
             self._requests.pop(store, request_id)
-            forgot = self._held.put(store, request_id, held)
+            forgot = self._held.put(store, request_id, tomb)
         else:
-            kind = (method, judged, item.is_task)
             self._held.pop(store, request_id)
-            forgot = self._requests.put(store, request_id, kind, last.ts)
-        if own_token and item.progress_token is not None:
-            self._tokens.put(session.key, item.progress_token, kind, None)  # a token used again goes to the end
+            forgot = self._requests.put(store, request_id, kind, last.ts, number)
+        if own_token and item.progress_token is not None:  # a token used again goes to the end
+            self._tokens.put(session.key, item.progress_token, kind, None, number)
         if not forgot or self._forgetting:
             return None
         self._forgetting = True

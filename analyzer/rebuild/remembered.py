@@ -138,18 +138,8 @@ class _Store:
         return kinds[code - 2], _time(self.times[at])
 
     def put(self, key: Hashable, code: int, kind: tuple[str, bool, bool], ts: float | None) -> bool:
-        """Append an entry for KEY, its earlier one (if any) removed; True when KEY had none."""
-        ids = self.ids
-        if (
-            type(key) is int
-            and code != OTHER
-            and (ids[-1] if ids else BELOW_ALL) < key < WIDE
-            and key not in self.others
-        ):
-            ids.append(key)  # the common case: above every id in order, none aside, so no entry yet
-            self.codes.append(code)
-            self.times.append(NO_TIME if ts is None else ts)
-            return True
+        """Append an entry for KEY, its earlier one (if any) removed; True when KEY had none. (An id above
+        every one in order with none aside, nearly every one, is appended by `KindMemory.put` itself.)"""
         position = self.find(key)
         if position is not None:
             self.drop(position)
@@ -239,6 +229,8 @@ class KindMemory:
         found = self._stores.get(store)
         if found is None:
             return None
+        if type(key) is int and not found.others and (not found.ids or key > found.ids[-1]):
+            return None  # a new id: above every one in order, none aside (nearly every look-up)
         return found.get(key if type(key) is int else _plain(key), self.kinds.kinds)
 
     def pop(self, store: Hashable, key: Hashable) -> None:
@@ -249,14 +241,25 @@ class KindMemory:
             found.drop(position)
             self._size -= 1
 
-    def put(self, store: Hashable, key: Hashable, kind: tuple[str, bool, bool], ts: float | None) -> bool:
-        """Remember KIND (method, judged, task) and TS; True when the oldest had to be forgotten for it."""
+    def put(self, store: Hashable, key: Hashable, kind: tuple[str, bool, bool], ts: float | None, number: int) -> bool:
+        """Remember KIND (method, judged, task) and TS; NUMBER is `kinds.number(kind)` (the caller's, one
+        look-up for the memories it puts it in). True when the oldest had to be forgotten for it."""
         found = self._stores.get(store)
         if found is None:
             found = self._stores[store] = _Store()
-        if type(key) is not int:
-            key = _plain(key)
-        self._size += found.put(key, self.kinds.number(kind), kind, ts)
+        ids = found.ids
+        if (
+            type(key) is int
+            and number != OTHER
+            and (ids[-1] if ids else BELOW_ALL) < key < WIDE
+            and key not in found.others
+        ):
+            ids.append(key)  # the common case: above every id in order, none aside, so no entry yet
+            found.codes.append(number)
+            found.times.append(NO_TIME if ts is None else ts)
+            self._size += 1
+        else:
+            self._size += found.put(key if type(key) is int else _plain(key), number, kind, ts)
         queue = self._queue
         queue.append(found)
         forgot = self._size > self.limit
