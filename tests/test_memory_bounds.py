@@ -4,6 +4,7 @@ The peak traced memory (tracemalloc: it counts work, not time) of an audit, and 
 reports written from its result, for an input of N sessions-worth of traffic against one of 4N, stays
 within GROWTH: one transcript audited in this process (what `cancelwire audit F` does), and a folder of
 transcripts with `--jobs 2` (the merging process, which reads what the workers spill a batch at a time).
+The same for a capture (`capture`: sessions open to its end, as the big capture's are).
 The inputs are shaped like the heavy bench, with more cancelled calls (1 in 2: silent, answered soon,
 answered long after, or checked by a read), and large enough that the spools pass what they keep in
 memory; the finished-request memory, bounded by its own limit (`max_tombstones`, 50,000 requests by
@@ -15,6 +16,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import sys
 import tracemalloc
 from pathlib import Path
 
@@ -25,6 +27,10 @@ from cancelwire.readers.text.transcript import READER
 from cancelwire.rebuild.reconstruct import ReconstructOptions, Reconstructor
 from cancelwire.reports.formats import write
 from cancelwire.run.pipeline import AuditOptions, audit
+from fuzzing import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from synth_capture import Pcapng, Tcp, call, post
 
 GROWTH = 1.15
 """Measured: 1.05 (audit), 1.00 (JSON), 1.00 (text); 1.28 for the audit when one input was held by value."""
@@ -172,3 +178,65 @@ def test_a_call_judged_unanswered_after_its_hold_is_remembered_without_its_text(
     long = silent_cancels(tmp_path / "long.jsonl", 2000)
     remembered(short)
     assert remembered(long) <= 1.1 * remembered(short), (remembered(short), remembered(long))
+
+
+def capture(path: Path, calls: int, sessions: int = 4) -> Path:
+    """SESSIONS Streamable HTTP sessions (2025-11-25) on HTTP/1.1 keep-alive connections, all open to the
+    end as the big capture's are (HAND-WRITTEN frames, `scripts/synth_capture.py`), each CALLS tools/call
+    in turn, 5 s apart, ids counted across sessions as one client process counts them, answered as an SSE
+    stream: a progress event, then the result. Every other call is cancelled after its progress
+    (notifications/cancelled on the session's second connection, 202) and answered anyway."""
+    cap = Pcapng(path)
+    Tcp(cap, 30_000).send(True, b"x" * 3_000_000)  # not HTTP: the read buffers reach their largest in every input
+    sessions_ = []
+    for n in range(sessions):
+        main, side, sid = Tcp(cap, 20_000 + 2 * n), Tcp(cap, 20_001 + 2 * n), f"session-{n}"
+        post(main, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": HELLO}, None)
+        body = json.dumps({"jsonrpc": "2.0", "id": 0, "result": WELCOME}).encode()
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: {sid}\r\n"
+        main.send(False, f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        sessions_.append((main, side, sid))
+    rid = 0
+    for n in range(calls):
+        cap.ts += 5.0  # the hold (300 s) of a cancelled call ends within 60 rounds
+        for main, side, sid in sessions_:
+            rid += 1
+            post(main, json.loads(call(rid)), sid)
+            main.send(
+                False, b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+            )
+            progress = {
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {"progressToken": rid, "progress": 1},
+            }
+            main.send(False, _chunk(b"event: message\ndata: " + json.dumps(progress).encode() + b"\n\n"))
+            if n % 2:
+                cancel = {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": rid, "reason": "slow"},
+                }
+                post(side, cancel, sid)
+                side.send(False, b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+            said = {"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": f"done {rid}"}]}}
+            main.send(False, _chunk(b"event: message\ndata: " + json.dumps(said).encode() + b"\n\n") + b"0\r\n\r\n")
+    cap.close()
+    return path
+
+
+def _chunk(data: bytes) -> bytes:
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
+
+def test_a_capture_of_four_times_the_calls_costs_what_a_small_one_does(tmp_path: Path) -> None:
+    """The capture path (direct reader, HTTP/1.1, SSE, sessions, reconstruction, judging, reports): four
+    sessions of 100 calls each against four of 400, the finished-request memory set below both. Measured:
+    1.08 (audit), 1.04 (JSON), 1.00 (text). Without the 3 MB connection ahead of them, the smaller file
+    (0.5 MB) is read in one buffer where the larger one needs two: 1.11 from that alone."""
+    small_input = str(capture(tmp_path / "small.pcapng", 100))
+    large_input = str(capture(tmp_path / "large.pcapng", 400))
+    peaks([small_input], Fleet(jobs=1))
+    small, large = peaks([small_input], Fleet(jobs=1)), peaks([large_input], Fleet(jobs=1))
+    assert (small["cancelled"], large["cancelled"]) == (4 * 100 // 2, 4 * 400 // 2)
+    assert max(_grew(small, large).values()) <= GROWTH, (_grew(small, large), small, large)

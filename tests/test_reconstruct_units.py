@@ -23,8 +23,9 @@ from cancelwire.model import (
     Vantage,
 )
 from cancelwire.rebuild.entrylog import EntryLog
-from cancelwire.rebuild.finished import FinishedRequests, TokenState, _Memory
+from cancelwire.rebuild.finished import FinishedRequests, TokenState
 from cancelwire.rebuild.pending import PendingRequest, SessionState
+from cancelwire.rebuild.remembered import Memory
 
 
 def _entry(seq: int, kind: EntryKind = EntryKind.PROGRESS, relation: Relation | None = None) -> TimelineEntry:
@@ -228,7 +229,7 @@ def test_a_finished_call_and_its_token_are_remembered_in_little_memory() -> None
 
 
 def test_finished_memory_puts_a_key_used_again_last_and_stays_bounded() -> None:
-    memory: _Memory[int, tuple[str]] = _Memory(limit=2)
+    memory: Memory[int, tuple[str]] = Memory(limit=2)
     said = [memory.put("s", key, (name,)) for key, name in [(1, "a"), (2, "b"), (1, "a again"), (3, "c")]]
     assert said == [False, False, False, True]
     assert [memory.get("s", key) for key in (1, 2, 3)] == [("a again",), None, ("c",)]

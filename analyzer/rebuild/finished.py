@@ -9,19 +9,18 @@ finish after it (a busy session answers thousands in a hold) do not push it out.
 input across its sessions (each memory to `limit`): the oldest are forgotten first, and the first time
 that happens the `reconstruct.tombstones-forgotten` anomaly says so.
 
-Each memory is one plain dict per session (and side) keyed by the id or token as recorded, with a queue
-of what came in order: about 150 B a finished request and as much for its token (issue 20: one ordered
-dict keyed by (session, side, id) tuples, with an object per tombstone, took about 450 B for both).
+A finished request and its token leave a kind (method, judged, task) and a time, kept in arrays per session
+(and side) by `remembered.KindMemory`, the held ones their objects (`remembered.Memory`): about 80 B a
+finished call with its token (issue 20: a dict per session of tombstone objects took about 290 B, one ordered
+dict keyed by (session, side, id) tuples about 450 B).
 """
 
 from __future__ import annotations
 
 import sys
-from collections import deque
-from collections.abc import Hashable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import NamedTuple
 
 from ..model import (
     Anomaly,
@@ -37,6 +36,7 @@ from ..model import (
 )
 from .ordering import relate
 from .pending import PendingRequest, SessionState
+from .remembered import KindMemory, Kinds, Memory
 
 
 class Tombstone(NamedTuple):
@@ -76,62 +76,6 @@ class TokenState(StrEnum):
     or one flushed unjudged: later progress for it is no anomaly."""
 
 
-_K = TypeVar("_K", bound=Hashable)
-_V = TypeVar("_V")
-
-
-class _Memory(Generic[_K, _V]):
-    """Values by (store, key), at most `limit` of them, oldest forgotten first; a key put again goes to
-    the end. One plain dict per store (a session, or a session's side) keyed by the bare key, and a
-    queue of dict, key and value, three slots each (no tuple per entry), in the order they came: an
-    entry whose dict no longer holds that very value was put again or removed since, and is skipped (and
-    dropped when the queue gets long)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._stores: dict[Hashable, dict[_K, _V]] = {}
-        self._queue: deque[Any] = deque()
-        self._size = 0
-
-    def get(self, store: Hashable, key: _K) -> _V | None:
-        found = self._stores.get(store)
-        return None if found is None else found.get(key)
-
-    def pop(self, store: Hashable, key: _K) -> None:
-        found = self._stores.get(store)
-        if found and found.pop(key, None) is not None:
-            self._size -= 1
-
-    def put(self, store: Hashable, key: _K, value: _V) -> bool:
-        """Remember `value`; True when the oldest had to be forgotten for it."""
-        found = self._stores.get(store)
-        if found is None:
-            found = self._stores[store] = {}
-        if found.pop(key, None) is None:
-            self._size += 1
-        found[key] = value
-        queue = self._queue
-        queue.extend((found, key, value))
-        forgot = self._size > self.limit
-        while self._size > self.limit:
-            old, old_key, old_value = queue.popleft(), queue.popleft(), queue.popleft()
-            if old.get(old_key) is old_value:
-                del old[old_key]
-                self._size -= 1
-        if len(queue) > 3 * (2 * self._size + 16) or len(self._stores) > 2 * self._size + 16:
-            self._compact()
-        return forgot
-
-    def _compact(self) -> None:
-        """Drop the queue's stale entries and the stores emptied: both bounded by what is remembered."""
-        old, self._queue = self._queue, deque()
-        while old:
-            found, key, value = old.popleft(), old.popleft(), old.popleft()
-            if found.get(key) is value:
-                self._queue.extend((found, key, value))
-        self._stores = {store: found for store, found in self._stores.items() if found}
-
-
 _Finished = Tombstone | HeldTombstone
 
 
@@ -141,23 +85,30 @@ class FinishedRequests:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         """Finished requests (and, apart, their tokens) remembered before the oldest are forgotten."""
-        self._requests: _Memory[RequestId, Tombstone] = _Memory(limit)
-        self._held: _Memory[RequestId, HeldTombstone] = _Memory(limit)
+        self._kinds = kinds = Kinds()
+        self._requests = KindMemory(limit, kinds)
+        """Every other finished request: its tombstone's kind and time."""
+        self._held: Memory[RequestId, HeldTombstone] = Memory(limit)
         """Requests judged unanswered at the end of their hold, apart."""
-        self._tokens: _Memory[str | int, _Finished] = _Memory(limit)
-        """The progress token of a finished request that still owned it: to its tombstone."""
+        self._tokens = KindMemory(limit, kinds)
+        """The progress token of a finished request that still owned it: its tombstone's kind."""
         self._forgetting = False
 
     def request(self, session_key: str, requester: Side, request_id: RequestId) -> _Finished | None:
         store = (session_key, requester)
-        return self._requests.get(store, request_id) or self._held.get(store, request_id)
+        found = self._requests.get(store, request_id)
+        if found is None:
+            return self._held.get(store, request_id)
+        kind, ts = found
+        return Tombstone(kind.method, ts, kind.judged, kind.task)
 
     def token(self, session_key: str, token: str | int) -> tuple[str, TokenState] | None:
         """The method of the finished request that carried `token`, and what later progress means."""
-        tomb = self._tokens.get(session_key, token)
-        if tomb is None:
+        found = self._tokens.get(session_key, token)
+        if found is None:
             return None
-        return tomb.method, TokenState.QUIET if tomb.task or not tomb.judged else TokenState.FINISHED
+        kind = found[0]
+        return kind.method, TokenState.QUIET if kind.task or not kind.judged else TokenState.FINISHED
 
     def retire(
         self, session: SessionState, item: PendingRequest, *, judged: bool, own_token: bool, ended: bool = False
@@ -168,18 +119,19 @@ class FinishedRequests:
         store, request_id = (session.key, item.requester), item.request_id
         # one copy of each method name for all of them (the parser gives every message its own)
         method = sys.intern(item.method)
+        held = item.cancel if judged and not ended and not item.replied else None
+        kind = (method, True if held is not None else judged, item.is_task)  # a held one is judged
+        number = self._kinds.number(kind)
         # an id used again: its newest use goes to the end (`put`), and out of the other memory
-        tomb: _Finished
-        if judged and not ended and not item.replied and item.cancel is not None:
-            tomb = HeldTombstone(method, last.ts, _bare(item.cancel), item.proof_seq, item.is_task)
+        if held is not None:
+            tomb = HeldTombstone(method, last.ts, _bare(held), item.proof_seq, item.is_task)
             self._requests.pop(store, request_id)
             forgot = self._held.put(store, request_id, tomb)
         else:
-            tomb = Tombstone(method, last.ts, judged, item.is_task)
             self._held.pop(store, request_id)
-            forgot = self._requests.put(store, request_id, tomb)
-        if own_token and item.progress_token is not None:
-            self._tokens.put(session.key, item.progress_token, tomb)  # a token used again goes to the end
+            forgot = self._requests.put(store, request_id, kind, last.ts, number)
+        if own_token and item.progress_token is not None:  # a token used again goes to the end
+            self._tokens.put(session.key, item.progress_token, kind, None, number)
         if not forgot or self._forgetting:
             return None
         self._forgetting = True

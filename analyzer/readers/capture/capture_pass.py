@@ -192,11 +192,10 @@ class CapturePass:
             if self.conns.get(conn.stream) is not conn:
                 continue  # finished already (too many open)
             self.http.finish(conn)
-            if conn.last is not None:
-                conn.last.sse = None  # its stream ended with the connection: nothing feeds its parser again
+            last = conn.last.remains() if conn.last is not None else None
             late = grace(conn)
             self.conns[conn.stream] = ResetConn(
-                conn.stream, conn.tcp.server, conn.tcp.down.next, conn.last, retires - late, late, conn.active
+                conn.stream, conn.tcp.server, conn.tcp.down.next, last, retires - late, late, conn.active
             )
 
     def _after_reset(self, tomb: ResetConn, f: Frame) -> None:

@@ -103,7 +103,9 @@ class Conn:
             or not self.http.at_rest
         ):
             return None
-        return IdleConn(self.stream, tcp.client, tcp.server, up.next, down.next, self.kind, self.http.exchanges)
+        return IdleConn(
+            self.stream, tcp.client, tcp.server, up.next, down.next, self.kind, self.http.exchanges, self.round_trip
+        )
 
     def open_numbers(self) -> list[int]:
         """Exchanges whose response has not ended, oldest first."""
@@ -137,11 +139,14 @@ class IdleConn:
     kind: ConnKind
     exchanges: int
     """Exchanges so far (the next one's number)."""
+    round_trip: float | None
+    """The handshake's round trip (`Conn.round_trip`): a keep-alive connection reset later is read for a grace
+    measured by it (`capture_pass.grace`), as one never at rest is."""
 
     def revive(self) -> Conn:
         tcp = TcpConnection(self.client, self.server, reassemble=self.kind is ConnKind.HTTP)
         tcp.up.next, tcp.down.next = self.up, self.down
-        return Conn(self.stream, tcp, self.kind, Http1Connection(exchanges=self.exchanges))
+        return Conn(self.stream, tcp, self.kind, Http1Connection(exchanges=self.exchanges), round_trip=self.round_trip)
 
 
 @dataclass(slots=True)
