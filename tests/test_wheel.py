@@ -1,8 +1,12 @@
 """The built wheel installs one package, `cancelwire`, carries rules/ and templates/, and audits from a clean
-virtual environment."""
+virtual environment.
+
+Built pure (`CANCELWIRE_PURE=1`): compiling again would take about a minute of the suite, and what the
+compiled build adds is tested on the install itself (`tests/test_compiled.py`)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import zipfile
@@ -17,6 +21,7 @@ def test_wheel_installs_and_audits_outside_the_checkout(tmp_path: Path) -> None:
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(ROOT)],
         check=True,
         timeout=300,
+        env={**os.environ, "CANCELWIRE_PURE": "1"},
     )
     wheel = next(dist.glob("cancelwire-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
