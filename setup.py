@@ -1,7 +1,7 @@
 """Build of cancelwire: the Python package, with its hot modules compiled by mypyc where it can.
 
 mypyc compiles the type-annotated sources as they are, no second language: the modules every recorded
-message passes through (capture and transcript readers, HTTP, reconstruction, judging) run 1.5-2x faster
+message passes through (capture and transcript readers, HTTP, reconstruction, judging) run 1.4-1.7x faster
 (docs/benchmark.md). Everything else is in pyproject.toml; this file only adds the extensions.
 
 The package behaves the same compiled or not (tests/test_compiled.py compares both on every sample), so the
@@ -68,7 +68,7 @@ def compiled_paths(patterns: tuple[str, ...]) -> list[str]:
     link = ROOT / "build" / "mypyc-src" / "cancelwire"
     if not link.is_symlink():
         link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(ROOT / "analyzer", target_is_directory=True)
+        link.symlink_to(Path("..", "..", "analyzer"), target_is_directory=True)  # relative: the checkout may move
     found = sorted({path for pattern in patterns for path in (ROOT / "analyzer").glob(pattern)})
     return [
         (link / path.relative_to(ROOT / "analyzer")).relative_to(ROOT).as_posix()
@@ -80,12 +80,13 @@ def compiled_paths(patterns: tuple[str, ...]) -> list[str]:
 def extensions() -> list[object]:
     reason = why_pure()
     if reason is not None:
-        print(f"cancelwire: building pure Python ({reason}): correct, about 1.5-2x slower", file=sys.stderr)
+        print(f"cancelwire: building pure Python ({reason}): the same reports, 1.4-1.7x slower", file=sys.stderr)
         return []
     from mypyc.build import mypycify
 
     groups = [(compiled_paths(patterns), f"cancelwire._native_{name}") for name, patterns in GROUPS.items()]
-    # third-party packages absent from the build environment are Any to mypyc (only calls into them)
+    # Not the project's [tool.mypy] (what it checks, and how strictly, is for the suite); third-party packages
+    # absent from the build environment (all but pyproject's build requirements) are Any to mypyc.
     options = ["--ignore-missing-imports", "--config-file="]
     return list(mypycify([*options, *(path for paths, _ in groups for path in paths)], separate=groups, opt_level="3"))
 
