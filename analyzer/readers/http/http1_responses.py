@@ -9,7 +9,7 @@ a complete response. Plain heads and bodies (`http1_head`, `http1_body`) are rea
 Responses are read in one loop (`Responses.read`), a step at a time, never a call per response: a
 hostile server's buffer of thousands of pipelined responses costs no deeper a stack than one. Nor more
 work per byte: the server's bytes stay in one buffer (`_held`), each reader takes its bytes from the
-front, and h11 is handed only what it reads next (a head to its blank line, a body in growing windows),
+front, and h11 is handed only what it reads next (`http1_feed`: a head to its blank line, a body in growing windows),
 so a segment of many small responses is copied about once, not once per response. h11 handed bytes so
 gives exactly the events it gives handed each segment whole (tests/test_http1_body.py compares them).
 
@@ -20,7 +20,6 @@ parsed any further (HTTP/1.1 has no way to find the next message boundary); the 
 
 from __future__ import annotations
 
-import sys
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -39,15 +38,10 @@ from .http1_events import (
     fields,
     text,
 )
-from .http1_head import BLANK_LINE, MAX_HEAD, Next, read_response
+from .http1_feed import H11Feed, h11_reader
+from .http1_head import Next, read_response
 
 MAX_UNMATCHED_BYTES = 64 << 10
-WINDOW = 64
-"""The fewest held bytes handed to an h11 reading a body at a time: as many again as it was handed (its
-head's, at first), at least this."""
-_UNLIMITED = sys.maxsize
-"""h11's own limit on an incomplete event, lifted: `_too_long` applies it when h11 has every held byte."""
-Event = h11.Event | type[h11.NEED_DATA] | type[h11.PAUSED]
 
 
 @dataclass(slots=True)
@@ -87,13 +81,13 @@ class Responses:
     """The response body being read without h11 (`http1_body`); `_resp` is None meanwhile."""
     _held: bytearray = field(default_factory=bytearray)
     """Server bytes not read yet: with no request to answer, before a plain response head is complete,
-    the start of a plain body until `_body_step` takes it, and what h11 reads. h11 is handed them a
-    window at a time (`_hand`), never all of them per response: a buffer of many small responses is
-    copied once, not once per response."""
-    _fed: int = 0
-    """How many of `_held` h11 (`_resp`) was handed: those it has not consumed are its `trailing_data`."""
-    _ahead: Event | None = None
-    """The event h11 gave after body bytes that `_h11_event` joined into one `Data` (given next)."""
+    the start of a plain body until `_body_step` takes it, and what h11 reads (handed it by `_feed`)."""
+    _feed: H11Feed = field(init=False)
+    """Hands h11 (`_resp`) `_held` as it reads them, never all of them per response: a buffer of many
+    small responses is copied once, not once per response."""
+
+    def __post_init__(self) -> None:
+        self._feed = H11Feed(self._held)
 
     @property
     def at_rest(self) -> bool:
@@ -180,7 +174,7 @@ class Responses:
             if self._resp is None or self._resp is given or not (fin or self._resp.their_state is h11.SEND_BODY):
                 return
             given = self._resp
-            while self._hand(given):  # h11 gets the FIN after every byte before it
+            while self._feed.hand(given):  # h11 gets the FIN after every byte before it
                 pass
             given.receive_data(b"")
 
@@ -217,14 +211,14 @@ class Responses:
         assert self._resp is not None
         pending = self._waiting[0]
         try:
-            event = self._h11_event(self._resp)
+            event = self._feed.next_event(self._resp)
         except h11.RemoteProtocolError as exc:
             if closing:  # h11 had every held byte
                 out.append(ResponseEnd(pending.exchange, complete=False, detail=str(exc)))
                 self._waiting.popleft()
                 self._resp = None
                 self._held.clear()
-                self._fed = 0
+                self._feed.fed = 0
                 return False
             self.broken = True
             out.append(ParseError(False, f"bad response: {exc}", pending.exchange))
@@ -232,7 +226,7 @@ class Responses:
         if isinstance(event, h11.InformationalResponse):
             if event.status_code != 101:
                 return True
-            self.switched = (pending.head.headers, bytes(self._resp.trailing_data[0]) + self._held[self._fed :])
+            self.switched = (pending.head.headers, bytes(self._resp.trailing_data[0]) + self._held[self._feed.fed :])
             out.append(ResponseHead(pending.exchange, 101, text(event.reason), fields(event.headers)))
             return False
         if isinstance(event, h11.Response):
@@ -281,64 +275,15 @@ class Responses:
         if self._resp is not None:
             self._let_go()
 
-    def _h11_event(self, conn: h11.Connection) -> Event:
-        """h11's next event, handing it held bytes while it needs them. Body bytes it gives in pieces only
-        because it was handed them in pieces (a `Data` that is not a chunk's end, then more) come as one
-        `Data`, as h11 handed every held byte at once would give them."""
-        if self._ahead is not None:
-            event, self._ahead = self._ahead, None
-            return event
-        pieces: list[bytes | bytearray] = []
-        while True:
-            event = conn.next_event()
-            if event is h11.NEED_DATA and self._hand(conn):
-                continue
-            if not isinstance(event, h11.Data):
-                break
-            pieces.append(body_data(event))
-            if event.chunk_end or conn.trailing_data[0] or not self._hand(conn):  # (bytes left: the body ended)
-                break
-        if event is h11.NEED_DATA:
-            self._too_long(conn)
-        if not pieces:
-            return event
-        if not isinstance(event, h11.Data):
-            self._ahead = event
-        return h11.Data(data=b"".join(pieces))
-
-    def _hand(self, conn: h11.Connection) -> bool:
-        """Hand h11 more held bytes: the rest of a head (to its blank line), or as many bytes of a body again
-        as it was handed (at least `WINDOW`). False when every held byte is h11's."""
-        left = len(self._held) - self._fed
-        if not left:
-            return False
-        if conn.their_state is h11.SEND_RESPONSE:
-            blank = BLANK_LINE.search(self._held, max(0, self._fed - 2))
-            size = blank.end() - self._fed if blank is not None else left
-        else:
-            size = min(left, max(WINDOW, self._fed))
-        conn.receive_data(bytes(self._held[self._fed : self._fed + size]))
-        self._fed += size
-        return True
-
-    def _too_long(self, conn: h11.Connection) -> None:
-        """h11's own check, made once it has every held byte: more than `MAX_HEAD` of them waiting."""
-        consumed = self._fed - len(conn.trailing_data[0])
-        del self._held[:consumed]  # (a long body does not stay held)
-        self._fed -= consumed
-        if self._fed > MAX_HEAD:
-            raise h11.RemoteProtocolError("Receive buffer too long", error_status_hint=431)
-
     def _let_go(self) -> None:
         """h11 is done with the response: the held bytes it did not consume are read next."""
         assert self._resp is not None
-        del self._held[: self._fed - len(self._resp.trailing_data[0])]
-        self._fed = 0
+        self._feed.let_go(self._resp)
         self._resp = None
 
 
 def _answering(request: h11.Request) -> h11.Connection:
-    """h11 ready to read the response to REQUEST (h11's limit on an incomplete event is `_too_long`'s)."""
-    conn = h11.Connection(h11.CLIENT, max_incomplete_event_size=_UNLIMITED)
+    """h11 ready to read the response to REQUEST through an `H11Feed`."""
+    conn = h11_reader(h11.CLIENT)
     conn.send(request)
     return conn
