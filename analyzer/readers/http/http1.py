@@ -37,7 +37,7 @@ from .http1_events import (
     header,
     text,
 )
-from .http1_feed import H11Feed, h11_reader
+from .http1_feed import H11Reader, h11_reader
 from .http1_head import Next, read_request
 from .http1_responses import AwaitingResponse, Responses
 
@@ -74,12 +74,11 @@ class Http1Connection:
     """A CONNECT request was read: HTTP/1.1 ends on this connection."""
     _responses: Responses = field(init=False)
     """The server's half."""
-    _req: h11.Connection | None = None
+    _req: H11Reader | None = None
     """h11 reading the current request; None between plain requests and in a plain request's body."""
     _req_buf: bytearray = field(default_factory=bytearray)
-    """Client bytes not read yet: a plain head's and body's, and what h11 (`_req`) reads."""
-    _req_feed: H11Feed = field(init=False)
-    """Hands `_req` the bytes of `_req_buf` as it reads them."""
+    """Client bytes not read yet: a plain head's and body's, and what h11 (`_req`) reads (handed it as it
+    reads them)."""
     _req_eof: bool = False
     """`_req` was given the client's FIN (after every held byte)."""
     _req_plain: PlainBody | None = None
@@ -89,7 +88,6 @@ class Http1Connection:
 
     def __post_init__(self) -> None:
         self._responses = Responses(plain=self.plain)
-        self._req_feed = H11Feed(self._req_buf)
 
     # -- public API --------------------------------------------------------------------------------
 
@@ -154,7 +152,7 @@ class Http1Connection:
         if self._req is None:  # h11 reads what is held, and the end (nothing, when nothing is held)
             if not self._req_buf:
                 return out
-            self._req = h11_reader(h11.SERVER)
+            self._req = h11_reader(h11.SERVER, self._req_buf)
         self._pump_requests(out)
         return out
 
@@ -191,7 +189,7 @@ class Http1Connection:
         if head is Next.WAIT:
             return False
         if head is Next.H11:
-            self._req = h11_reader(h11.SERVER)
+            self._req = h11_reader(h11.SERVER, self._req_buf)
             return True
         del self._req_buf[: head.size]
         method, target = head.fields
@@ -207,7 +205,7 @@ class Http1Connection:
         client has closed, h11 is given the FIN when it has every held byte."""
         assert self._req is not None
         try:
-            event = self._req_feed.next_event(self._req)
+            event = self._req.next_event()
         except h11.RemoteProtocolError as exc:
             self.client_broken = True
             out.append(ParseError(True, f"bad request: {exc}", self._req_exchange))
@@ -226,7 +224,7 @@ class Http1Connection:
         elif isinstance(event, h11.EndOfMessage):
             self._request_end(out)
         elif event is h11.NEED_DATA and self.client_closed and not self._req_eof:
-            self._req.receive_data(b"")
+            self._req.conn.receive_data(b"")
             self._req_eof = True
         else:  # NEED_DATA, PAUSED, ConnectionClosed
             return False
@@ -258,6 +256,6 @@ class Http1Connection:
         self._req_exchange = None
         if self._req is None:
             return
-        self._req_feed.let_go(self._req)
-        self._req = h11_reader(h11.SERVER) if self.client_closed else None
+        self._req.let_go()
+        self._req = h11_reader(h11.SERVER, self._req_buf) if self.client_closed else None
         self._req_eof = False

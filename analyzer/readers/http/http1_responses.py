@@ -38,7 +38,7 @@ from .http1_events import (
     fields,
     text,
 )
-from .http1_feed import H11Feed, h11_reader
+from .http1_feed import H11Reader, h11_reader
 from .http1_head import Next, read_response
 
 MAX_UNMATCHED_BYTES = 64 << 10
@@ -76,18 +76,14 @@ class Responses:
     """After a 101: the upgraded request's headers, and the server's bytes after the 101 (the new protocol's)."""
     _waiting: deque[AwaitingResponse] = field(default_factory=deque)
     """Requests whose response has not ended, oldest first."""
-    _resp: h11.Connection | None = None
+    _resp: H11Reader | None = None
     _body: PlainBody | None = None
     """The response body being read without h11 (`http1_body`); `_resp` is None meanwhile."""
     _held: bytearray = field(default_factory=bytearray)
     """Server bytes not read yet: with no request to answer, before a plain response head is complete,
-    the start of a plain body until `_body_step` takes it, and what h11 reads (handed it by `_feed`)."""
-    _feed: H11Feed = field(init=False)
-    """Hands h11 (`_resp`) `_held` as it reads them, never all of them per response: a buffer of many
-    small responses is copied once, not once per response."""
-
-    def __post_init__(self) -> None:
-        self._feed = H11Feed(self._held)
+    the start of a plain body until `_body_step` takes it, and what h11 reads (`_resp` hands it them as it
+    reads them, never all of them per response: a buffer of many small responses is copied once, not once
+    per response)."""
 
     @property
     def at_rest(self) -> bool:
@@ -150,7 +146,7 @@ class Responses:
         way however its head was read: a plain body is cut (in h11's words), an h11 reader is given the
         FIN, after the bytes it holds, and read on. `fin` (the FIN itself): so is the reader of a head
         under way; each response a reader given the FIN ends leaves it to the next reader."""
-        given: h11.Connection | None = None  # the h11 reader given the FIN
+        given: H11Reader | None = None  # the h11 reader given the FIN
         while not self.broken:
             if self._body is not None:
                 moved = self._body_step(self._held, out)
@@ -171,12 +167,12 @@ class Responses:
                 out.append(ResponseEnd(pending.exchange, complete=False, detail=cut))
                 self._body = None
                 return
-            if self._resp is None or self._resp is given or not (fin or self._resp.their_state is h11.SEND_BODY):
+            if self._resp is None or self._resp is given or not (fin or self._resp.conn.their_state is h11.SEND_BODY):
                 return
             given = self._resp
-            while self._feed.hand(given):  # h11 gets the FIN after every byte before it
+            while given.hand():  # h11 gets the FIN after every byte before it
                 pass
-            given.receive_data(b"")
+            given.conn.receive_data(b"")
 
     def _plain_head(self, out: list[HttpEvent]) -> bool:
         """Read the held server bytes as a plain response head, or give them to h11."""
@@ -198,7 +194,7 @@ class Responses:
         """Make h11's response parser for the oldest waiting request (it is handed held bytes as it reads)."""
         pending = self._waiting[0]
         try:
-            self._resp = _answering(pending.request())
+            self._resp = self._answering(pending.request())
         except h11.LocalProtocolError as exc:  # a request h11 parsed but will not send (rare)
             self.broken = True
             out.append(ParseError(False, f"cannot follow the response to this request: {exc}", pending.exchange))
@@ -211,14 +207,13 @@ class Responses:
         assert self._resp is not None
         pending = self._waiting[0]
         try:
-            event = self._feed.next_event(self._resp)
+            event = self._resp.next_event()
         except h11.RemoteProtocolError as exc:
             if closing:  # h11 had every held byte
                 out.append(ResponseEnd(pending.exchange, complete=False, detail=str(exc)))
                 self._waiting.popleft()
                 self._resp = None
                 self._held.clear()
-                self._feed.fed = 0
                 return False
             self.broken = True
             out.append(ParseError(False, f"bad response: {exc}", pending.exchange))
@@ -226,7 +221,10 @@ class Responses:
         if isinstance(event, h11.InformationalResponse):
             if event.status_code != 101:
                 return True
-            self.switched = (pending.head.headers, bytes(self._resp.trailing_data[0]) + self._held[self._feed.fed :])
+            self.switched = (
+                pending.head.headers,
+                bytes(self._resp.conn.trailing_data[0]) + self._held[self._resp.fed :],
+            )
             out.append(ResponseHead(pending.exchange, 101, text(event.reason), fields(event.headers)))
             return False
         if isinstance(event, h11.Response):
@@ -264,7 +262,8 @@ class Responses:
             return False
         self._body = None
         if fed.outcome is BodyOutcome.H11:
-            self._resp = chunked_parser(_answering(pending.request()))
+            self._resp = self._answering(pending.request())
+            chunked_parser(self._resp.conn)
         else:
             self._end_response(out)
         return True
@@ -275,15 +274,14 @@ class Responses:
         if self._resp is not None:
             self._let_go()
 
+    def _answering(self, request: h11.Request) -> H11Reader:
+        """h11 ready to read the response to REQUEST from the held bytes."""
+        reader = h11_reader(h11.CLIENT, self._held)
+        reader.conn.send(request)
+        return reader
+
     def _let_go(self) -> None:
         """h11 is done with the response: the held bytes it did not consume are read next."""
         assert self._resp is not None
-        self._feed.let_go(self._resp)
+        self._resp.let_go()
         self._resp = None
-
-
-def _answering(request: h11.Request) -> h11.Connection:
-    """h11 ready to read the response to REQUEST through an `H11Feed`."""
-    conn = h11_reader(h11.CLIENT)
-    conn.send(request)
-    return conn
