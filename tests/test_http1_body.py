@@ -3,6 +3,9 @@ feed, the same ends, the same errors in the same words, however the bytes are cu
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
 import h11
 import pytest
 from cancelwire.readers.http.http1 import (
@@ -13,7 +16,7 @@ from cancelwire.readers.http.http1 import (
     ResponseEnd,
     ResponseHead,
 )
-from cancelwire.readers.http.http1_responses import WINDOW
+from cancelwire.readers.http.http1_feed import WINDOW
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -148,24 +151,31 @@ def test_pipelined_responses_cut_anywhere_give_h11s_events(
     assert ours(segments, close, n, plain) == h11_events(segments, close, n)
 
 
-def handed_to_h11(monkeypatch: pytest.MonkeyPatch, response: bytes, n: int, plain: bool) -> int:
-    """Bytes h11 reading responses is handed and hands back (`trailing_data`) while reading N pipelined
-    RESPONSEs in one segment (h11 reading requests is not counted: `plain=False` reads the requests too)."""
+@contextmanager
+def counting_h11(monkeypatch: pytest.MonkeyPatch, role: type[h11.CLIENT] | type[h11.SERVER]) -> Iterator[list[int]]:
+    """Counts (in the list's one item) the bytes h11 in ROLE is handed and hands back (`trailing_data`)."""
     counted = [0]
     receive, trailing = h11.Connection.receive_data, h11.Connection.trailing_data
 
     def counting_receive(conn: h11.Connection, data: bytes) -> None:
-        counted[0] += len(data) if conn.our_role is h11.CLIENT else 0
+        counted[0] += len(data) if conn.our_role is role else 0
         receive(conn, data)
 
     def counting_trailing(conn: h11.Connection) -> tuple[bytes, bool]:
         held: tuple[bytes, bool] = trailing.fget(conn)
-        counted[0] += len(held[0]) if conn.our_role is h11.CLIENT else 0
+        counted[0] += len(held[0]) if conn.our_role is role else 0
         return held
 
     with monkeypatch.context() as patch:
         patch.setattr(h11.Connection, "receive_data", counting_receive)
         patch.setattr(h11.Connection, "trailing_data", property(counting_trailing))
+        yield counted
+
+
+def handed_to_h11(monkeypatch: pytest.MonkeyPatch, response: bytes, n: int, plain: bool) -> int:
+    """Bytes h11 reading responses is handed and hands back while reading N pipelined RESPONSEs in one
+    segment (h11 reading requests is not counted: `plain=False` reads the requests too)."""
+    with counting_h11(monkeypatch, h11.CLIENT) as counted:
         conn = Http1Connection(plain=plain)
         conn.feed_client(POST * n)
         out = conn.feed_server(response * n)
@@ -190,6 +200,12 @@ def test_h11s_work_grows_with_the_responses_not_their_square(monkeypatch: pytest
     """Many small pipelined responses in one segment (up to 4,000 in 64 kB): h11 is handed each byte about
     once, not the rest of the segment per response (4x the responses: 4x the bytes, not 16x)."""
     response, plain = H11_READ[name]
-    few, many = (handed_to_h11(monkeypatch, response, n, plain) for n in (1000, 4000))
-    assert few > 0 and many <= 4.2 * few  # (before: 16x, h11 handed the rest of the segment per response)
-    assert many <= 4000 * (3 * len(response) + 2 * WINDOW)
+    handed_about_once(lambda n: handed_to_h11(monkeypatch, response, n, plain), response)
+
+
+def handed_about_once(handed: Callable[[int], int], message: bytes) -> None:
+    """HANDED(n), the bytes h11 is handed reading N pipelined MESSAGEs in one segment, for 1,000 and 4,000:
+    4x, not 16x (before, h11 was handed the rest of the segment per message), about each byte once."""
+    few, many = handed(1000), handed(4000)
+    assert few > 0 and many <= 4.2 * few
+    assert many <= 4000 * (3 * len(message) + 2 * WINDOW)

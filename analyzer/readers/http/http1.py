@@ -10,9 +10,10 @@ Plain heads and bodies (`http1_head`, `http1_body`: one Host, one Content-Length
 gives the same events (`plain=False` is h11 alone, the tests' reference). h11 is a protocol
 *participant*, not a passive parser, so each message it reads gets a fresh `h11.Connection`: a
 server-role connection parses one request; after its `EndOfMessage` the bytes h11 has not consumed
-(`trailing_data`) start the next server-role connection (keep-alive, pipelining). After a parse error a
-direction is not parsed any further (HTTP/1.1 has no way to find the next message boundary); the caller
-reports it.
+(`trailing_data`) start the next request (keep-alive, pipelining). The client's bytes stay in one buffer
+(`_req_buf`) and h11 is handed only what it reads next (`http1_feed`), so a buffer of many small pipelined
+requests is copied about once, not once per request. After a parse error a direction is not parsed any
+further (HTTP/1.1 has no way to find the next message boundary); the caller reports it.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from .http1_events import (
     header,
     text,
 )
+from .http1_feed import H11Reader, h11_reader
 from .http1_head import Next, read_request
 from .http1_responses import AwaitingResponse, Responses
 
@@ -72,10 +74,13 @@ class Http1Connection:
     """A CONNECT request was read: HTTP/1.1 ends on this connection."""
     _responses: Responses = field(init=False)
     """The server's half."""
-    _req: h11.Connection | None = None
+    _req: H11Reader | None = None
     """h11 reading the current request; None between plain requests and in a plain request's body."""
     _req_buf: bytearray = field(default_factory=bytearray)
-    """Client bytes not read yet while `_req` is None."""
+    """Client bytes not read yet: a plain head's and body's, and what h11 (`_req`) reads (handed it as it
+    reads them)."""
+    _req_eof: bool = False
+    """`_req` was given the client's FIN (after every held byte)."""
     _req_plain: PlainBody | None = None
     _req_exchange: int | None = None
     _req_body: bytearray = field(default_factory=bytearray)
@@ -113,12 +118,7 @@ class Http1Connection:
     def at_rest(self) -> bool:
         """Between messages: no request or response under way, no byte held, nothing broken or closed."""
         return self._responses.at_rest and not (
-            self._req_exchange is not None
-            or self.client_broken
-            or self.upgraded
-            or self.client_closed
-            or self._req_buf
-            or (self._req is not None and self._req.trailing_data[0])
+            self._req_exchange is not None or self.client_broken or self.upgraded or self.client_closed or self._req_buf
         )
 
     def open_exchanges(self) -> list[int]:
@@ -132,10 +132,7 @@ class Http1Connection:
             self.client_broken = True
             return [ParseError(True, f"{len(data)} client bytes after the client's FIN", self._req_exchange)]
         out: list[HttpEvent] = []
-        if self._req is not None:
-            self._req.receive_data(data)
-        else:
-            self._req_buf += data
+        self._req_buf += data
         self._pump_requests(out)
         return out
 
@@ -155,10 +152,7 @@ class Http1Connection:
         if self._req is None:  # h11 reads what is held, and the end (nothing, when nothing is held)
             if not self._req_buf:
                 return out
-            self._req = h11.Connection(h11.SERVER)
-            self._req.receive_data(bytes(self._req_buf))
-            self._req_buf.clear()
-        self._req.receive_data(b"")
+            self._req = h11_reader(h11.SERVER, self._req_buf)
         self._pump_requests(out)
         return out
 
@@ -195,10 +189,7 @@ class Http1Connection:
         if head is Next.WAIT:
             return False
         if head is Next.H11:
-            self._req = h11.Connection(h11.SERVER)
-            if self._req_buf:  # receive_data(b"") would mean EOF
-                self._req.receive_data(bytes(self._req_buf))
-                self._req_buf.clear()
+            self._req = h11_reader(h11.SERVER, self._req_buf)
             return True
         del self._req_buf[: head.size]
         method, target = head.fields
@@ -210,7 +201,8 @@ class Http1Connection:
         return True
 
     def _h11_request(self, out: list[HttpEvent]) -> bool:
-        """One h11 event of the request: False when h11 needs more bytes or the request side broke."""
+        """One h11 event of the request: False when h11 needs more bytes or the request side broke. Once the
+        client has closed, h11 is given the FIN when it has every held byte."""
         assert self._req is not None
         try:
             event = self._req.next_event()
@@ -231,6 +223,9 @@ class Http1Connection:
             self._request_bytes(body_data(event))
         elif isinstance(event, h11.EndOfMessage):
             self._request_end(out)
+        elif event is h11.NEED_DATA and self.client_closed and not self._req_eof:
+            self._req.conn.receive_data(b"")
+            self._req_eof = True
         else:  # NEED_DATA, PAUSED, ConnectionClosed
             return False
         return True
@@ -253,19 +248,14 @@ class Http1Connection:
         self._responses.expect(AwaitingResponse(head.exchange, head, plain=event is None, event=event), out)
 
     def _request_end(self, out: list[HttpEvent]) -> None:
-        """A request ended: the bytes h11 has not consumed start the next request (keep-alive)."""
+        """A request ended: the bytes h11 has not consumed start the next request (keep-alive), read plain
+        again, or by h11 once the client has closed."""
         exchange = self._req_exchange if self._req_exchange is not None else self.exchanges - 1
         out.append(RequestEnd(exchange, bytes(self._req_body), self._req_size > MAX_BODY_BYTES, self._req_size))
         self._req_body.clear()
         self._req_exchange = None
         if self._req is None:
             return
-        rest, closed = self._req.trailing_data
-        if not closed:  # back to plain reading
-            self._req = None
-            self._req_buf += rest
-            return
-        self._req = h11.Connection(h11.SERVER)
-        if rest:  # receive_data(b"") would mean EOF
-            self._req.receive_data(rest)
-        self._req.receive_data(b"")
+        self._req.let_go()
+        self._req = h11_reader(h11.SERVER, self._req_buf) if self.client_closed else None
+        self._req_eof = False

@@ -9,7 +9,7 @@ a complete response. Plain heads and bodies (`http1_head`, `http1_body`) are rea
 Responses are read in one loop (`Responses.read`), a step at a time, never a call per response: a
 hostile server's buffer of thousands of pipelined responses costs no deeper a stack than one. Nor more
 work per byte: the server's bytes stay in one buffer (`_held`), each reader takes its bytes from the
-front, and h11 is handed only what it reads next (a head to its blank line, a body in growing windows),
+front, and h11 is handed only what it reads next (`http1_feed`: a head to its blank line, a body in growing windows),
 so a segment of many small responses is copied about once, not once per response. h11 handed bytes so
 gives exactly the events it gives handed each segment whole (tests/test_http1_body.py compares them).
 
@@ -20,7 +20,6 @@ parsed any further (HTTP/1.1 has no way to find the next message boundary); the 
 
 from __future__ import annotations
 
-import sys
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -39,15 +38,10 @@ from .http1_events import (
     fields,
     text,
 )
-from .http1_head import BLANK_LINE, MAX_HEAD, Next, read_response
+from .http1_feed import H11Reader, h11_reader
+from .http1_head import Next, read_response
 
 MAX_UNMATCHED_BYTES = 64 << 10
-WINDOW = 64
-"""The fewest held bytes handed to an h11 reading a body at a time: as many again as it was handed (its
-head's, at first), at least this."""
-_UNLIMITED = sys.maxsize
-"""h11's own limit on an incomplete event, lifted: `_too_long` applies it when h11 has every held byte."""
-Event = h11.Event | type[h11.NEED_DATA] | type[h11.PAUSED]
 
 
 @dataclass(slots=True)
@@ -82,18 +76,14 @@ class Responses:
     """After a 101: the upgraded request's headers, and the server's bytes after the 101 (the new protocol's)."""
     _waiting: deque[AwaitingResponse] = field(default_factory=deque)
     """Requests whose response has not ended, oldest first."""
-    _resp: h11.Connection | None = None
+    _resp: H11Reader | None = None
     _body: PlainBody | None = None
     """The response body being read without h11 (`http1_body`); `_resp` is None meanwhile."""
     _held: bytearray = field(default_factory=bytearray)
     """Server bytes not read yet: with no request to answer, before a plain response head is complete,
-    the start of a plain body until `_body_step` takes it, and what h11 reads. h11 is handed them a
-    window at a time (`_hand`), never all of them per response: a buffer of many small responses is
-    copied once, not once per response."""
-    _fed: int = 0
-    """How many of `_held` h11 (`_resp`) was handed: those it has not consumed are its `trailing_data`."""
-    _ahead: Event | None = None
-    """The event h11 gave after body bytes that `_h11_event` joined into one `Data` (given next)."""
+    the start of a plain body until `_body_step` takes it, and what h11 reads (`_resp` hands it them as it
+    reads them, never all of them per response: a buffer of many small responses is copied once, not once
+    per response)."""
 
     @property
     def at_rest(self) -> bool:
@@ -156,7 +146,7 @@ class Responses:
         way however its head was read: a plain body is cut (in h11's words), an h11 reader is given the
         FIN, after the bytes it holds, and read on. `fin` (the FIN itself): so is the reader of a head
         under way; each response a reader given the FIN ends leaves it to the next reader."""
-        given: h11.Connection | None = None  # the h11 reader given the FIN
+        given: H11Reader | None = None  # the h11 reader given the FIN
         while not self.broken:
             if self._body is not None:
                 moved = self._body_step(self._held, out)
@@ -177,12 +167,12 @@ class Responses:
                 out.append(ResponseEnd(pending.exchange, complete=False, detail=cut))
                 self._body = None
                 return
-            if self._resp is None or self._resp is given or not (fin or self._resp.their_state is h11.SEND_BODY):
+            if self._resp is None or self._resp is given or not (fin or self._resp.conn.their_state is h11.SEND_BODY):
                 return
             given = self._resp
-            while self._hand(given):  # h11 gets the FIN after every byte before it
+            while given.hand():  # h11 gets the FIN after every byte before it
                 pass
-            given.receive_data(b"")
+            given.conn.receive_data(b"")
 
     def _plain_head(self, out: list[HttpEvent]) -> bool:
         """Read the held server bytes as a plain response head, or give them to h11."""
@@ -204,7 +194,7 @@ class Responses:
         """Make h11's response parser for the oldest waiting request (it is handed held bytes as it reads)."""
         pending = self._waiting[0]
         try:
-            self._resp = _answering(pending.request())
+            self._resp = self._answering(pending.request())
         except h11.LocalProtocolError as exc:  # a request h11 parsed but will not send (rare)
             self.broken = True
             out.append(ParseError(False, f"cannot follow the response to this request: {exc}", pending.exchange))
@@ -217,14 +207,13 @@ class Responses:
         assert self._resp is not None
         pending = self._waiting[0]
         try:
-            event = self._h11_event(self._resp)
+            event = self._resp.next_event()
         except h11.RemoteProtocolError as exc:
             if closing:  # h11 had every held byte
                 out.append(ResponseEnd(pending.exchange, complete=False, detail=str(exc)))
                 self._waiting.popleft()
                 self._resp = None
                 self._held.clear()
-                self._fed = 0
                 return False
             self.broken = True
             out.append(ParseError(False, f"bad response: {exc}", pending.exchange))
@@ -232,7 +221,10 @@ class Responses:
         if isinstance(event, h11.InformationalResponse):
             if event.status_code != 101:
                 return True
-            self.switched = (pending.head.headers, bytes(self._resp.trailing_data[0]) + self._held[self._fed :])
+            self.switched = (
+                pending.head.headers,
+                bytes(self._resp.conn.trailing_data[0]) + self._held[self._resp.fed :],
+            )
             out.append(ResponseHead(pending.exchange, 101, text(event.reason), fields(event.headers)))
             return False
         if isinstance(event, h11.Response):
@@ -270,7 +262,8 @@ class Responses:
             return False
         self._body = None
         if fed.outcome is BodyOutcome.H11:
-            self._resp = chunked_parser(_answering(pending.request()))
+            self._resp = self._answering(pending.request())
+            chunked_parser(self._resp.conn)
         else:
             self._end_response(out)
         return True
@@ -281,64 +274,14 @@ class Responses:
         if self._resp is not None:
             self._let_go()
 
-    def _h11_event(self, conn: h11.Connection) -> Event:
-        """h11's next event, handing it held bytes while it needs them. Body bytes it gives in pieces only
-        because it was handed them in pieces (a `Data` that is not a chunk's end, then more) come as one
-        `Data`, as h11 handed every held byte at once would give them."""
-        if self._ahead is not None:
-            event, self._ahead = self._ahead, None
-            return event
-        pieces: list[bytes | bytearray] = []
-        while True:
-            event = conn.next_event()
-            if event is h11.NEED_DATA and self._hand(conn):
-                continue
-            if not isinstance(event, h11.Data):
-                break
-            pieces.append(body_data(event))
-            if event.chunk_end or conn.trailing_data[0] or not self._hand(conn):  # (bytes left: the body ended)
-                break
-        if event is h11.NEED_DATA:
-            self._too_long(conn)
-        if not pieces:
-            return event
-        if not isinstance(event, h11.Data):
-            self._ahead = event
-        return h11.Data(data=b"".join(pieces))
-
-    def _hand(self, conn: h11.Connection) -> bool:
-        """Hand h11 more held bytes: the rest of a head (to its blank line), or as many bytes of a body again
-        as it was handed (at least `WINDOW`). False when every held byte is h11's."""
-        left = len(self._held) - self._fed
-        if not left:
-            return False
-        if conn.their_state is h11.SEND_RESPONSE:
-            blank = BLANK_LINE.search(self._held, max(0, self._fed - 2))
-            size = blank.end() - self._fed if blank is not None else left
-        else:
-            size = min(left, max(WINDOW, self._fed))
-        conn.receive_data(bytes(self._held[self._fed : self._fed + size]))
-        self._fed += size
-        return True
-
-    def _too_long(self, conn: h11.Connection) -> None:
-        """h11's own check, made once it has every held byte: more than `MAX_HEAD` of them waiting."""
-        consumed = self._fed - len(conn.trailing_data[0])
-        del self._held[:consumed]  # (a long body does not stay held)
-        self._fed -= consumed
-        if self._fed > MAX_HEAD:
-            raise h11.RemoteProtocolError("Receive buffer too long", error_status_hint=431)
+    def _answering(self, request: h11.Request) -> H11Reader:
+        """h11 ready to read the response to REQUEST from the held bytes."""
+        reader = h11_reader(h11.CLIENT, self._held)
+        reader.conn.send(request)
+        return reader
 
     def _let_go(self) -> None:
         """h11 is done with the response: the held bytes it did not consume are read next."""
         assert self._resp is not None
-        del self._held[: self._fed - len(self._resp.trailing_data[0])]
-        self._fed = 0
+        self._resp.let_go()
         self._resp = None
-
-
-def _answering(request: h11.Request) -> h11.Connection:
-    """h11 ready to read the response to REQUEST (h11's limit on an incomplete event is `_too_long`'s)."""
-    conn = h11.Connection(h11.CLIENT, max_incomplete_event_size=_UNLIMITED)
-    conn.send(request)
-    return conn
