@@ -138,8 +138,7 @@ class _Store:
         return kinds[code - 2], _time(self.times[at])
 
     def put(self, key: Hashable, code: int, kind: tuple[str, bool, bool], ts: float | None) -> bool:
-        """Append an entry for KEY, its earlier one (if any) removed; True when KEY had none. (An id above
-        every one in order with none aside, nearly every one, is appended by `KindMemory.put` itself.)"""
+        """Append an entry for KEY, its earlier one (if any) removed; True when KEY had none."""
         position = self.find(key)
         if position is not None:
             self.drop(position)
@@ -227,11 +226,7 @@ class KindMemory:
 
     def get(self, store: Hashable, key: Hashable) -> tuple[Kind, float | None] | None:
         found = self._stores.get(store)
-        if found is None:
-            return None
-        if type(key) is int and not found.others and (not found.ids or key > found.ids[-1]):
-            return None  # a new id: above every one in order, none aside (nearly every look-up)
-        return found.get(key if type(key) is int else _plain(key), self.kinds.kinds)
+        return None if found is None else found.get(key if type(key) is int else _plain(key), self.kinds.kinds)
 
     def pop(self, store: Hashable, key: Hashable) -> None:
         found = self._stores.get(store)
@@ -247,19 +242,7 @@ class KindMemory:
         found = self._stores.get(store)
         if found is None:
             found = self._stores[store] = _Store()
-        ids = found.ids
-        if (
-            type(key) is int
-            and number != OTHER
-            and (ids[-1] if ids else BELOW_ALL) < key < WIDE
-            and key not in found.others
-        ):
-            ids.append(key)  # the common case: above every id in order, none aside, so no entry yet
-            found.codes.append(number)
-            found.times.append(NO_TIME if ts is None else ts)
-            self._size += 1
-        else:
-            self._size += found.put(key if type(key) is int else _plain(key), number, kind, ts)
+        self._size += found.put(key if type(key) is int else _plain(key), number, kind, ts)
         queue = self._queue
         queue.append(found)
         forgot = self._size > self.limit
