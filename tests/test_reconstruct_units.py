@@ -46,15 +46,22 @@ def _session(transport: Transport = Transport.STDIO, session_id: str | None = No
     return SessionState(start)
 
 
-def _request(request_id: int = 1, *, declared: str | None = None, limit: int = 256) -> PendingRequest:
+def _request(
+    request_id: int = 1,
+    *,
+    declared: str | None = None,
+    limit: int = 256,
+    progress_token: str | int = "tok",
+    is_task: bool = False,
+) -> PendingRequest:
     return PendingRequest(
         requester=Side.CLIENT,
         request_id=request_id,
         method="tools/call",
         seq=1,
         tool="write",
-        progress_token="tok",
-        is_task=False,
+        progress_token=progress_token,
+        is_task=is_task,
         stream="exchange-3",
         declared_revision=declared,
         log=EntryLog(limit),
@@ -98,9 +105,7 @@ def test_finished_tokens_of_tasks_and_unjudged_requests_are_quiet() -> None:
     finished = FinishedRequests(limit=10)
     session = _session()
     for request_id, (is_task, judged) in enumerate([(False, True), (True, True), (False, False)], start=1):
-        item = _request(request_id)
-        item.progress_token = f"t{request_id}"
-        item.is_task = is_task
+        item = _request(request_id, progress_token=f"t{request_id}", is_task=is_task)
         item.log.add(_entry(request_id))
         finished.retire(session, item, judged=judged, own_token=True)
     states = [finished.token("s", f"t{i}") for i in (1, 2, 3)]
@@ -211,8 +216,7 @@ def test_a_finished_call_and_its_token_are_remembered_in_little_memory() -> None
     session = _session()
     items = []
     for request_id in range(1_000, 1_000 + calls):
-        item = _request(request_id)
-        item.progress_token = request_id + 10_000
+        item = _request(request_id, progress_token=request_id + 10_000)
         item.log.add(_entry(request_id))
         items.append(item)
     finished = FinishedRequests(limit=calls)

@@ -6,7 +6,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -64,12 +64,18 @@ class Problem:
     detail: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False)
 class Decoded:
-    messages: tuple[Message, ...]
-    problems: tuple[Problem, ...]
-    batch: bool = False
+    """What one JSON text holds. One per message: `Final` fields and a written `__init__`, which mypyc
+    compiles (a dataclass's own `__init__` runs interpreted)."""
+
+    messages: Final[tuple[Message, ...]]
+    problems: Final[tuple[Problem, ...]]
+    batch: Final[bool]
     """True when the value was a JSON array (a batch, legal only in 2025-03-26)."""
+
+    def __init__(self, messages: tuple[Message, ...], problems: tuple[Problem, ...], batch: bool = False) -> None:
+        self.messages, self.problems, self.batch = messages, problems, batch
 
 
 def excerpt(text: str | bytes) -> str:

@@ -11,7 +11,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from itertools import islice
-from typing import Any
+from typing import Any, Final
 
 from ..model import (
     Anomaly,
@@ -40,6 +40,7 @@ from .params import peer_info, tool_effect_from_annotations
 from .task_memory import MAX_TASKS, TaskTraffic
 
 _Key = tuple[Side, RequestId]
+_NO_KINDS: frozenset[EntryKind] = frozenset()
 #: What a timeline cannot show when a response to its request was recorded but not read.
 _REPLIES = frozenset({EntryKind.RESULT, EntryKind.ERROR_RESULT})
 #: ... when the server→client direction of its exchange is no longer read.
@@ -53,49 +54,72 @@ _BASIS_RANK = {
 }
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class PendingRequest:
-    """An open request: what its timeline will say, and what it still waits for."""
+    """An open request: what its timeline will say, and what it still waits for. Its `__init__` is written
+    out: mypyc compiles a written one, where the dataclass's own runs interpreted (one per request)."""
 
-    requester: Side
-    request_id: RequestId
-    method: str
-    seq: int
+    requester: Final[Side]
+    request_id: Final[RequestId]
+    method: Final[str]
+    seq: Final[int]
     """Position of the request itself."""
-    tool: str | None
+    tool: Final[str | None]
     """Tool name of a `tools/call`, else None."""
-    progress_token: str | int | None
-    is_task: bool
+    progress_token: Final[str | int | None]
+    is_task: Final[bool]
     """Task-augmented (`params.task`): its progress may go on after its CreateTaskResult."""
-    stream: str | None
+    stream: Final[str | None]
     """HTTP exchange that carried it; None on stdio."""
-    declared_revision: Revision | None
+    declared_revision: Final[Revision | None]
     """Revision the request declared itself (`_meta` in 2026-07-28, or its HTTP version header)."""
-    log: EntryLog
-    cancel: CancelInfo | None = None
-    replied: bool = False
-    sse: bool = False
+    log: Final[EntryLog]
+    cancel: CancelInfo | None
+    replied: bool
+    sse: bool
     """Its reply comes on an SSE stream, which should end after the reply."""
-    stream_ended: bool = False
-    disconnected: bool = False
-    unposted_close: TransportEvent | None = None
+    stream_ended: bool
+    disconnected: bool
+    unposted_close: TransportEvent | None
     """The client's close of its stream before the reply, where a disconnect is no cancel (2025-03-26 to
     2025-11-25), while no notifications/cancelled for it has followed (`cancels.unmatched_mechanism`)."""
-    unclosed_post: MessageEvent | None = None
+    unclosed_post: MessageEvent | None
     """A notifications/cancelled POSTed for it where closing its stream is the cancel (2026-07-28), while
     the client has not closed its stream (`cancels.unmatched_mechanism`)."""
-    proof_seq: int | None = None
+    proof_seq: int | None
     """Seq from which the receiver provably had read the cancel (stdio ordering proof)."""
-    last_progress: float | None = None
-    verified_by: TimelineEntry | None = None
-    gave_up: TimelineEntry | None = None
+    last_progress: float | None
+    verified_by: TimelineEntry | None
+    gave_up: TimelineEntry | None
     """Where the requester's own library ended the call for its caller (`gave_up`), if it did."""
-    reply_unread: frozenset[EntryKind] = frozenset()
+    reply_unread: frozenset[EntryKind]
     """What its timeline cannot show while no reply was read: a response recorded but not read
     (`Anomaly.reply_unread`) hides its reply; the direction its replies come on no longer read
     (`TransportKind.REPLIES_UNREAD`) hides the server's end of its stream too."""
-    window: float | None = None
+    window: float | None
     """The race window its entries after the cancel are judged with, fixed at the first of them."""
+
+    def __init__(
+        self,
+        *,
+        requester: Side,
+        request_id: RequestId,
+        method: str,
+        seq: int,
+        tool: str | None,
+        progress_token: str | int | None,
+        is_task: bool,
+        stream: str | None,
+        declared_revision: Revision | None,
+        log: EntryLog,
+    ) -> None:
+        self.requester, self.request_id, self.method, self.seq = requester, request_id, method, seq
+        self.tool, self.progress_token, self.is_task, self.stream = tool, progress_token, is_task, stream
+        self.declared_revision, self.log = declared_revision, log
+        self.cancel, self.replied, self.sse, self.stream_ended, self.disconnected = None, False, False, False, False
+        self.unposted_close = self.unclosed_post = None
+        self.proof_seq = self.last_progress = self.verified_by = self.gave_up = None
+        self.reply_unread, self.window = _NO_KINDS, None
 
     @property
     def key(self) -> _Key:
@@ -144,14 +168,17 @@ class SessionTasks:
         return old
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class StreamNotes:
     """The server's messages on one HTTP stream, put on every client request it carries (`streams.on_note`)."""
 
-    counter: StreamCount = field(default_factory=StreamCount)
+    counter: Final[StreamCount]
     """Counts them once for the requests whose logs share it (`EntryLog.share`)."""
-    eager: dict[int, PendingRequest] = field(default_factory=dict)
+    eager: Final[dict[int, PendingRequest]]
     """The requests (by `seq`) whose logs take each one as it comes: the others share `counter`."""
+
+    def __init__(self) -> None:
+        self.counter, self.eager = StreamCount(), {}
 
 
 @dataclass(slots=True)
@@ -304,7 +331,10 @@ class SessionState:
         if item.stream is not None:
             self.streams.setdefault(item.stream, {})[key] = None
             if item.requester is Side.CLIENT:
-                self.stream_notes.setdefault(item.stream, StreamNotes()).eager[item.seq] = item
+                notes = self.stream_notes.get(item.stream)
+                if notes is None:
+                    notes = self.stream_notes[item.stream] = StreamNotes()
+                notes.eager[item.seq] = item
         if item.progress_token is not None:
             self.tokens[item.progress_token] = key
 

@@ -243,18 +243,17 @@ class Reconstructor:
         if sender is _CLIENT and session.client_info is None:
             # initialize params up to 2025-11-25; every request's _meta from 2026-07-28
             session.client_info = peer_info(payload, "clientInfo")
-        # positional, in field order: one per request on the hot path (keywords: +2 % of reconstruction)
         item = PendingRequest(
-            sender,
-            request_id,
-            method,
-            event.seq,
-            tool_of(method, payload),
-            progress_token_of(payload),
-            "task" in payload and not method.startswith("tasks/"),  # a poll may carry it; it creates no task
-            event.stream,
-            declared,
-            EntryLog(self.options.max_entries),
+            requester=sender,
+            request_id=request_id,
+            method=method,
+            seq=event.seq,
+            tool=tool_of(method, payload),
+            progress_token=progress_token_of(payload),
+            is_task="task" in payload and not method.startswith("tasks/"),  # a poll may carry it; it creates no task
+            stream=event.stream,
+            declared_revision=declared,
+            log=EntryLog(self.options.max_entries),
         )
         session.add_open(item)
         session.add_entry(item, message_entry(_REQUEST_ENTRY, sender, event))

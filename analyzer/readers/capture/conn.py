@@ -3,9 +3,9 @@ its HTTP/1.1 or HTTP/2 machine and its open exchanges; and what the HTTP/2 side 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
+from typing import Final, Protocol
 
 from ...model import AnomalyName
 from ..http.http1 import Http1Connection, HttpEvent
@@ -34,43 +34,64 @@ class ConnKind(StrEnum):
         return self is ConnKind.HTTP or self is ConnKind.TLS_HTTP
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Conn:
-    stream: int
-    tcp: TcpConnection
-    kind: ConnKind = ConnKind.UNKNOWN
-    http: Http1Connection = field(default_factory=Http1Connection)
-    h2: Http2Connection | None = None
+    """One connection read. Its `__init__` is written out, as `IdleConn`'s: mypyc compiles a written one, where
+    the dataclass's own runs interpreted (`tcp.Reassembly`)."""
+
+    stream: Final[int]
+    tcp: Final[TcpConnection]
+    kind: ConnKind
+    http: Final[Http1Connection]
+    h2: Http2Connection | None
     """Set when the client started with the HTTP/2 preface: `http` is then unused."""
-    h2_midway: bool = False
+    h2_midway: bool
     """No handshake was captured and the first bytes are HTTP/2 frames: the capture joined it late."""
-    exchanges: dict[int, Exchange] = field(default_factory=dict)
+    exchanges: Final[dict[int, Exchange]]
     """Exchanges whose response is not finished, by number."""
-    answered_early: dict[int, Exchange] = field(default_factory=dict)
+    answered_early: Final[dict[int, Exchange]]
     """Exchanges whose response finished before their request body did (a redirect or an error sent
     without reading the body, as Starlette does): their request's end is still to come."""
-    last: Exchange | None = None
+    last: Exchange | None
     """The exchange server bytes after a reset are charged to."""
-    reset: bool = False
+    reset: bool
     """An RST ended the connection: later server bytes are only counted (SERVER_BYTES), unless it was the
     client's (`reset_by_client`)."""
-    reset_by_client: bool = False
+    reset_by_client: bool
     """The client's RST ended it: server bytes captured after it left before it reached the server (a TCP
     that has taken a RST sends nothing more), so they are read, as crossing the close, for a grace
     (`capture_pass.grace`; then it is a `ResetConn`)."""
-    replies_unread: str = ""
+    replies_unread: str
     """Why the server→client direction is no longer read (a gap, a bad response, an HTTP/2 flood or bad
     frame), once it is not: the replies of its open and later exchanges are not judged as absent."""
-    reported: set[tuple[AnomalyName, bool]] = field(default_factory=set)
+    reported: Final[set[tuple[AnomalyName, bool]]]
     """(anomaly, from_client) said once per direction already: overlap conflicts, data after FIN."""
-    opened: float | None = None
+    opened: float | None
     """When the client's SYN was captured (None: no handshake seen)."""
-    round_trip: float | None = None
+    round_trip: float | None
     """SYN to SYN/ACK as captured: a round trip between the capture point and the server."""
-    retires: float | None = None
+    retires: float | None
     """Once reset: the capture time past which it is finished (`capture_pass.grace`)."""
-    active: int = 0
+    active: int
     """The last frame of it read (the least recently active go first when too many are open)."""
+
+    def __init__(
+        self,
+        stream: int,
+        tcp: TcpConnection,
+        kind: ConnKind = ConnKind.UNKNOWN,
+        http: Http1Connection | None = None,
+        *,
+        h2_midway: bool = False,
+        round_trip: float | None = None,
+    ) -> None:
+        self.stream, self.tcp, self.kind = stream, tcp, kind
+        self.http = Http1Connection() if http is None else http
+        self.h2, self.h2_midway = None, h2_midway
+        self.exchanges, self.answered_early, self.last = {}, {}, None
+        self.reset = self.reset_by_client = False
+        self.replies_unread, self.reported = "", set()
+        self.opened, self.round_trip, self.retires, self.active = None, round_trip, None, 0
 
     def first_time(self, name: AnomalyName, from_client: bool) -> bool:
         """True the first time `name` is reported for this direction of the connection."""
@@ -104,7 +125,14 @@ class Conn:
         ):
             return None
         return IdleConn(
-            self.stream, tcp.client, tcp.server, up.next, down.next, self.kind, self.http.exchanges, self.round_trip
+            stream=self.stream,
+            client=tcp.client,
+            server=tcp.server,
+            up=up.next,
+            down=down.next,
+            kind=self.kind,
+            exchanges=self.http.exchanges,
+            round_trip=self.round_trip,
         )
 
     def open_numbers(self) -> list[int]:
@@ -123,25 +151,40 @@ class Conn:
         return None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class IdleConn:
     """An HTTP/1.1 keep-alive connection at rest (`Conn.rest`): what it takes to go on reading it, a few
     hundred bytes instead of the several KiB of its parsers and retransmission history, so a capture of many
     idle connections costs memory by what is open, not by what was. Revived by its next segment that is more
     than an ACK; retransmissions of bytes from before it rested are not compared any more."""
 
-    stream: int
-    client: Endpoint
-    server: Endpoint
-    up: int
+    stream: Final[int]
+    client: Final[Endpoint]
+    server: Final[Endpoint]
+    up: Final[int]
     """The next client→server sequence number."""
-    down: int
-    kind: ConnKind
-    exchanges: int
+    down: Final[int]
+    kind: Final[ConnKind]
+    exchanges: Final[int]
     """Exchanges so far (the next one's number)."""
-    round_trip: float | None
+    round_trip: Final[float | None]
     """The handshake's round trip (`Conn.round_trip`): a keep-alive connection reset later is read for a grace
     measured by it (`capture_pass.grace`), as one never at rest is."""
+
+    def __init__(
+        self,
+        *,
+        stream: int,
+        client: Endpoint,
+        server: Endpoint,
+        up: int,
+        down: int,
+        kind: ConnKind,
+        exchanges: int,
+        round_trip: float | None,
+    ) -> None:
+        self.stream, self.client, self.server, self.up, self.down = stream, client, server, up, down
+        self.kind, self.exchanges, self.round_trip = kind, exchanges, round_trip
 
     def revive(self) -> Conn:
         tcp = TcpConnection(self.client, self.server, reassemble=self.kind is ConnKind.HTTP)

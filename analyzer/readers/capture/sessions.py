@@ -24,8 +24,9 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Final
 from urllib.parse import parse_qs, urlsplit
 
 from ...model import (
@@ -67,69 +68,95 @@ class WaitsFor(StrEnum):
     """A GET without a session id: its first SSE event may be a legacy `endpoint` event."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Exchange:
-    """One HTTP request/response pair on a connection, while its response is open."""
+    """One HTTP request/response pair on a connection, while its response is open. Its `__init__` is written
+    out: mypyc compiles a written one, where the dataclass's own runs interpreted (`tcp.Reassembly`)."""
 
-    stream: int
+    stream: Final[int]
     """The TCP stream (tshark's `tcp.stream`)."""
     number: int
     """Exchange number on the connection, from 0 in request order."""
-    method: str
-    target: str
+    method: Final[str]
+    target: Final[str]
     session_id: str | None
     revision: Revision | None
-    client: Endpoint | None
-    server: Endpoint
-    key: str | None = None
+    client: Final[Endpoint | None]
+    server: Final[Endpoint]
+    key: str | None
     """The session key; None while it is not known (events are held)."""
-    held: list[tuple[int, float | None, Build]] = field(default_factory=list)
-    waits_for: WaitsFor = WaitsFor.NOTHING
-    status: int = 0
-    sse: SseParser | None = None
-    body: bytearray | None = None
+    held: list[tuple[int, float | None, Build]]
+    waits_for: WaitsFor
+    status: int
+    sse: SseParser | None
+    body: bytearray | None
     """An `application/json` response body being received (None for other bodies, or once read)."""
-    body_size: int = 0
+    body_size: int
     """Response body bytes read so far (decoded, when `decoder` is set)."""
-    decoder: BodyDecoder | None = None
+    decoder: BodyDecoder | None
     """The response's Content-Encoding being undone (`encoding`); None for a body sent as it is."""
-    request_coding: str | None = None
+    request_coding: str | None
     """The request's Content-Encoding, if it had one."""
-    content_length: int | None = None
+    content_length: int | None
     """The response's Content-Length, when it had a valid one."""
-    request_id: RequestId | None = None
-    request_method: str | None = None
-    client_closed: bool = False
-    client_closed_at: int | None = None
+    request_id: RequestId | None
+    request_method: str | None
+    client_closed: bool
+    client_closed_at: int | None
     """Where the client's RST_STREAM of it ended in the client's byte stream (TCP sequence number): a server
     segment acknowledging less was sent before the server had it (RFC 9113 6.4)."""
-    last_server_bytes_frame: int = 0
-    answered: bool = False
+    last_server_bytes_frame: int
+    answered: bool
     """A JSON-RPC response to this exchange's request went by (the HTTP body may still be open)."""
-    request_unread: bool = False
+    request_unread: bool
     """The request body was too large to read: its replies cannot be matched and are not judged."""
-    http2: bool = False
+    http2: bool
     """An HTTP/2 stream (`number` is its stream id)."""
-    sent: list[tuple[Build, Message]] | None = None
+    sent: list[tuple[Build, Message]] | None
     """The request body's messages, waiting for the answer's status (`delivery`)."""
-    sent_at: tuple[int, float] = (0, 0.0)
+    sent_at: tuple[int, float]
     """Frame and time the request body ended: where those messages belong."""
-    slot: Slot | None = None
+    slot: Slot | None
     """Their place in the output, while the session is known and the status is not."""
-    location: str | None = None
+    location: str | None
     """The `Location` of a redirect answer."""
-    reads_error_body: bool = False
+    reads_error_body: bool
     """Refused with a JSON body: whether it answers the request decides its delivery at the body's end."""
-    request_ended: bool = False
+    request_ended: bool
     """The request (head and body) has been read."""
-    undelivered: bool = False
+    undelivered: bool
     """The answer said the request body's messages did not reach the server."""
-    id: str = field(init=False)
+    id: str
     """The exchange as events name it (`MessageEvent.stream`): `tcp{stream}/{number}`, or
     `tcp{stream}/h2s{stream id}` on HTTP/2; kept, not recomputed, since every message event carries it."""
 
-    def __post_init__(self) -> None:
-        self.id = f"tcp{self.stream}/h2s{self.number}" if self.http2 else f"tcp{self.stream}/{self.number}"
+    def __init__(
+        self,
+        stream: int,
+        number: int,
+        method: str,
+        target: str,
+        session_id: str | None,
+        revision: Revision | None,
+        client: Endpoint | None,
+        server: Endpoint,
+        *,
+        key: str | None = None,
+        http2: bool = False,
+        request_coding: str | None = None,
+    ) -> None:
+        self.stream, self.number, self.method, self.target = stream, number, method, target
+        self.session_id, self.revision, self.client, self.server = session_id, revision, client, server
+        self.key, self.held, self.waits_for = key, [], WaitsFor.NOTHING
+        self.status, self.sse, self.body, self.body_size, self.decoder = 0, None, None, 0, None
+        self.request_coding, self.content_length = request_coding, None
+        self.request_id = self.request_method = None
+        self.client_closed, self.client_closed_at, self.last_server_bytes_frame = False, None, 0
+        self.answered = self.request_unread = False
+        self.http2, self.sent, self.sent_at, self.slot = http2, None, (0, 0.0), None
+        self.location = None
+        self.reads_error_body = self.request_ended = self.undelivered = False
+        self.id = f"tcp{stream}/h2s{number}" if http2 else f"tcp{stream}/{number}"
 
     def remains(self) -> Exchange:
         """What is kept of it once its connection is finished after a reset (`conn.ResetConn`), for server
@@ -150,15 +177,18 @@ class Exchange:
         return "before the response finished"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Slot:
     """The place in the output of one request body's messages, and their reserved `seq`s."""
 
-    seq: int
+    seq: Final[int]
     """The first reserved `seq`."""
-    ex: Exchange
-    events: list[Event] | None = None
+    ex: Final[Exchange]
+    events: list[Event] | None
     """Filled when the delivery is decided."""
+
+    def __init__(self, seq: int, ex: Exchange) -> None:
+        self.seq, self.ex, self.events = seq, ex, None
 
 
 class Sessions:

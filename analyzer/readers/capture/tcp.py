@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Final
 
 from .frames import Frame
 
@@ -49,18 +50,21 @@ their bytes then carry a later segment's acknowledgement, which can only say the
 Endpoint = tuple[str, int]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Delivered:
-    """Never changed once made, and not frozen, as `frames.Frame`: one is made per segment delivered, and a
-    frozen dataclass sets each field through `object.__setattr__` (about three times slower to build)."""
+    """`Final` fields and a written `__init__`, as `frames.Frame`: one is made per segment delivered (`acked`
+    is left out of comparisons, which a `Final` field cannot say to mypyc)."""
 
-    from_client: bool
-    data: bytes
-    acked: int | None = field(default=None, compare=False)
+    from_client: Final[bool]
+    data: Final[bytes]
+    acked: int | None = field(compare=False)
     """The peer's sequence number the sender's TCP had acknowledged when it first sent these bytes: the
     acknowledgement of the earliest captured segment holding them or later bytes (TCP sends in order, so
     bytes behind a segment were written before it, even when they are captured only as a retransmission
     after it). None when no captured segment acknowledged anything."""
+
+    def __init__(self, from_client: bool, data: bytes, acked: int | None = None) -> None:
+        self.from_client, self.data, self.acked = from_client, data, acked
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,33 +123,44 @@ def client_by_handshake(src: Endpoint, dst: Endpoint, flags: int) -> Endpoint | 
     return dst if flags & ACK else src
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Reassembly:
-    """One direction of a TCP connection, put back in sequence order; appends its events to `out`."""
+    """One direction of a TCP connection, put back in sequence order; appends its events to `out`. Its
+    `__init__` is written out, as in every class made per connection here: mypyc compiles it, where the
+    dataclass's own runs interpreted."""
 
-    from_client: bool
-    next: int | None = None
+    from_client: Final[bool]
+    next: int | None
     """The sequence number of the next byte to deliver."""
-    held: dict[int, tuple[bytes, int]] = field(default_factory=dict)
+    held: dict[int, tuple[bytes, int]]
     """Out-of-order segments by sequence number: (bytes, frame)."""
-    held_bytes: int = 0
-    fin: bool = False
+    held_bytes: int
+    fin: bool
     """A FIN was seen (it may still wait for bytes before it: `closed` says when it took effect)."""
-    fin_seq: int = 0
-    fin_frame: int = 0
-    fin_ts: float | None = None
-    closed: bool = False
-    gap: bool = False
+    fin_seq: int
+    fin_frame: int
+    fin_ts: float | None
+    closed: bool
+    gap: bool
     """Bytes were lost in this direction: what follows is not read."""
-    acked: int | None = None
+    acked: int | None
     """The peer's last acknowledgement number: bytes up to it were sent, captured or not."""
-    history: deque[tuple[int, bytes, int]] = field(default_factory=deque)
+    history: deque[tuple[int, bytes, int]]
     """The last delivered segments (seq, bytes, frame), at most `MAX_HISTORY_BYTES`."""
-    history_bytes: int = 0
-    first_acks: list[tuple[int, int]] = field(default_factory=list)
+    history_bytes: int
+    first_acks: list[tuple[int, int]]
     """(end, ack) of each captured segment that reached past every byte captured before it, oldest first:
     the acknowledgement the sender's TCP sent with bytes up to `end` when they first left it (bounded by
     `MAX_FIRST_ACKS`; bytes delivered are dropped from it)."""
+
+    def __init__(self, from_client: bool, next: int | None = None) -> None:
+        self.from_client, self.next = from_client, next
+        self.held, self.held_bytes = {}, 0
+        self.fin, self.fin_seq, self.fin_frame, self.fin_ts = False, 0, 0, None
+        self.closed = self.gap = False
+        self.acked = None
+        self.history, self.history_bytes = deque(), 0
+        self.first_acks = []
 
     @property
     def waiting(self) -> bool:
@@ -299,23 +314,29 @@ class Reassembly:
                 return
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class TcpConnection:
     """Both directions of one connection, as far as the capture shows them."""
 
-    client: Endpoint
-    server: Endpoint
-    up: Reassembly = field(default_factory=lambda: Reassembly(True))
+    client: Final[Endpoint]
+    server: Final[Endpoint]
+    up: Final[Reassembly]
     """Client → server."""
-    down: Reassembly = field(default_factory=lambda: Reassembly(False))
+    down: Final[Reassembly]
     """Server → client."""
-    reassemble: bool | None = None
+    reassemble: bool | None
     """Put payload back in order: True once the caller knows the connection is worth reading, False
     when it is not (its payload is never buffered and its FINs take effect at once); None while
     undecided (no payload yet), when a FIN waits for bytes before it as on a read connection."""
-    zero_window: bool = False
+    zero_window: bool
     """Inside a zero-window episode of the client."""
-    reset: bool = False
+    reset: bool
+
+    def __init__(self, client: Endpoint, server: Endpoint, *, reassemble: bool | None = None) -> None:
+        self.client, self.server = client, server
+        self.up, self.down = Reassembly(True), Reassembly(False)
+        self.reassemble = reassemble
+        self.zero_window = self.reset = False
 
     @property
     def closed(self) -> bool:

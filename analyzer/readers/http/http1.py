@@ -18,7 +18,8 @@ further (HTTP/1.1 has no way to find the next message boundary); the caller repo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Final
 
 import h11
 
@@ -58,36 +59,41 @@ __all__ = [
 MAX_BODY_BYTES = 16 << 20
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Http1Connection:
-    """The HTTP/1.1 state of one TCP connection. Exchanges are numbered from 0 in request order."""
+    """The HTTP/1.1 state of one TCP connection. Exchanges are numbered from 0 in request order. Its
+    `__init__` is written out: mypyc compiles a written one, where the dataclass's own runs interpreted."""
 
-    exchanges: int = 0
+    exchanges: int
     """How many requests have started so far."""
-    client_broken: bool = False
-    client_closed: bool = False
+    client_broken: bool
+    client_closed: bool
     """The client's end of stream (FIN) was fed: h11 must get no byte after it."""
-    plain: bool = True
+    plain: Final[bool]
     """Read plain heads and bodies without h11 (`http1_head`, `http1_body`); False: h11 alone, the
     reference the tests compare with."""
-    _connect: bool = False
+    _connect: bool
     """A CONNECT request was read: HTTP/1.1 ends on this connection."""
-    _responses: Responses = field(init=False)
+    _responses: Final[Responses]
     """The server's half."""
-    _req: H11Reader | None = None
+    _req: H11Reader | None
     """h11 reading the current request; None between plain requests and in a plain request's body."""
-    _req_buf: bytearray = field(default_factory=bytearray)
+    _req_buf: bytearray
     """Client bytes not read yet: a plain head's and body's, and what h11 (`_req`) reads (handed it as it
     reads them)."""
-    _req_eof: bool = False
+    _req_eof: bool
     """`_req` was given the client's FIN (after every held byte)."""
-    _req_plain: PlainBody | None = None
-    _req_exchange: int | None = None
-    _req_body: bytearray = field(default_factory=bytearray)
-    _req_size: int = 0
+    _req_plain: PlainBody | None
+    _req_exchange: int | None
+    _req_body: bytearray
+    _req_size: int
 
-    def __post_init__(self) -> None:
-        self._responses = Responses(plain=self.plain)
+    def __init__(self, *, exchanges: int = 0, plain: bool = True) -> None:
+        self.exchanges, self.plain = exchanges, plain
+        self.client_broken = self.client_closed = self._connect = False
+        self._responses = Responses(plain=plain)
+        self._req, self._req_buf, self._req_eof = None, bytearray(), False
+        self._req_plain, self._req_exchange, self._req_body, self._req_size = None, None, bytearray(), 0
 
     # -- public API --------------------------------------------------------------------------------
 

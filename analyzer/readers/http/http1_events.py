@@ -1,12 +1,17 @@
 """What the HTTP/1.1 reader (`http1`) tells its caller: one event per request head, request body, response
 head, response body piece and response end, and a parse error per broken direction. Both halves of a
 connection make them (`http1` the client's, `http1_responses` the server's); the HTTP/2 reader says the
-same things in the same types (`http2`)."""
+same things in the same types (`http2`).
+
+The events made per message have `Final` fields and a written `__init__`: mypyc compiles a written one, where a
+dataclass's own runs interpreted (several times slower on every message), and keeps `Final` fields read-only
+after it, as mypy does."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Final
 
 import h11
 
@@ -22,46 +27,62 @@ def header(headers: Headers, name: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False)
 class RequestHead:
-    exchange: int
-    method: str
-    target: str
-    headers: Headers
-    http_version: str
+    exchange: Final[int]
+    method: Final[str]
+    target: Final[str]
+    headers: Final[Headers]
+    http_version: Final[str]
+
+    def __init__(self, exchange: int, method: str, target: str, headers: Headers, http_version: str) -> None:
+        self.exchange, self.method, self.target, self.headers = exchange, method, target, headers
+        self.http_version = http_version
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False)
 class RequestEnd:
-    exchange: int
-    body: bytes
+    exchange: Final[int]
+    body: Final[bytes]
     """The whole request body, or its first `MAX_BODY_BYTES` when `truncated`."""
-    truncated: bool = False
-    body_size: int = 0
+    truncated: Final[bool]
+    body_size: Final[int]
+
+    def __init__(self, exchange: int, body: bytes, truncated: bool = False, body_size: int = 0) -> None:
+        self.exchange, self.body, self.truncated, self.body_size = exchange, body, truncated, body_size
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False)
 class ResponseHead:
-    exchange: int
-    status: int
-    reason: str
-    headers: Headers
+    exchange: Final[int]
+    status: Final[int]
+    reason: Final[str]
+    headers: Final[Headers]
+
+    def __init__(self, exchange: int, status: int, reason: str, headers: Headers) -> None:
+        self.exchange, self.status, self.reason, self.headers = exchange, status, reason, headers
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False)
 class ResponseData:
-    exchange: int
-    data: bytes
+    exchange: Final[int]
+    data: Final[bytes]
     """De-chunked body bytes."""
 
+    def __init__(self, exchange: int, data: bytes) -> None:
+        self.exchange, self.data = exchange, data
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(slots=True, init=False)
 class ResponseEnd:
-    exchange: int
-    complete: bool = True
+    exchange: Final[int]
+    complete: Final[bool]
     """False when the server closed the connection in the middle of the body (chunked without the
     final chunk, or fewer bytes than Content-Length)."""
-    detail: str = ""
+    detail: Final[str]
+
+    def __init__(self, exchange: int, *, complete: bool = True, detail: str = "") -> None:
+        self.exchange, self.complete, self.detail = exchange, complete, detail
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,8 @@ parsed any further (HTTP/1.1 has no way to find the next message boundary); the 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Final
 
 import h11
 
@@ -44,14 +45,19 @@ from .http1_head import Next, read_response
 MAX_UNMATCHED_BYTES = 64 << 10
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class AwaitingResponse:
-    exchange: int
-    head: RequestHead
-    plain: bool
+    """A request waiting for its response. Its `__init__` is written out, as `Responses`'s."""
+
+    exchange: Final[int]
+    head: Final[RequestHead]
+    plain: Final[bool]
     """The head was read without h11 (`http1_head`): its response head can be too."""
-    event: h11.Request | None = None
+    event: h11.Request | None
     """h11's request, made from `head` only when a response needs h11 (`request`)."""
+
+    def __init__(self, exchange: int, head: RequestHead, *, plain: bool, event: h11.Request | None = None) -> None:
+        self.exchange, self.head, self.plain, self.event = exchange, head, plain, event
 
     def request(self) -> h11.Request:
         if self.event is None:
@@ -62,28 +68,33 @@ class AwaitingResponse:
         return self.event
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Responses:
     """The server's side of one connection: the requests waiting for a response, and the reader of the
-    response under way (h11's, or a plain body's)."""
+    response under way (h11's, or a plain body's). Its `__init__` is written out: mypyc compiles a written
+    one, where the dataclass's own runs interpreted."""
 
-    plain: bool = True
+    plain: Final[bool]
     """Read plain heads and bodies without h11; False: h11 alone (`Http1Connection.plain`)."""
-    broken: bool = False
-    closed: bool = False
+    broken: bool
+    closed: bool
     """The server's end of stream (FIN) was fed: h11 must get no byte after it."""
-    switched: tuple[Headers, bytes] | None = None
+    switched: tuple[Headers, bytes] | None
     """After a 101: the upgraded request's headers, and the server's bytes after the 101 (the new protocol's)."""
-    _waiting: deque[AwaitingResponse] = field(default_factory=deque)
+    _waiting: Final[deque[AwaitingResponse]]
     """Requests whose response has not ended, oldest first."""
-    _resp: H11Reader | None = None
-    _body: PlainBody | None = None
+    _resp: H11Reader | None
+    _body: PlainBody | None
     """The response body being read without h11 (`http1_body`); `_resp` is None meanwhile."""
-    _held: bytearray = field(default_factory=bytearray)
+    _held: bytearray
     """Server bytes not read yet: with no request to answer, before a plain response head is complete,
     the start of a plain body until `_body_step` takes it, and what h11 reads (`_resp` hands it them as it
     reads them, never all of them per response: a buffer of many small responses is copied once, not once
     per response)."""
+
+    def __init__(self, *, plain: bool = True) -> None:
+        self.plain, self.broken, self.closed, self.switched = plain, False, False, None
+        self._waiting, self._resp, self._body, self._held = deque(), None, None, bytearray()
 
     @property
     def at_rest(self) -> bool:

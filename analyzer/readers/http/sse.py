@@ -23,7 +23,8 @@ UTF-8 with replacement characters (the spec's decoding), so bad bytes never rais
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Final
 
 from ...model import RequestId, record
 from ...model.jsonrpc import decode_text
@@ -88,19 +89,26 @@ class PartialEvent:
     id: str | None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class _Block:
-    start: int = -1
-    data: list[str] = field(default_factory=list)
-    has_data: bool = False
-    event: str = ""
-    id: str | None = None
-    retry: int | None = None
-    comments: list[str] = field(default_factory=list)
-    size: int = 0
-    raw: bytearray = field(default_factory=bytearray)
-    dropped: bool = False
+    """The event block being read (one per event: its `__init__` is written out, which mypyc compiles, where
+    the dataclass's own runs interpreted)."""
+
+    start: int
+    data: Final[list[str]]
+    has_data: bool
+    event: str
+    id: str | None
+    retry: int | None
+    comments: Final[list[str]]
+    size: int
+    raw: bytearray
+    dropped: bool
     """Its content was forgotten on the reader's memory budget (`drop_pending`): dispatched as oversized."""
+
+    def __init__(self) -> None:
+        self.start, self.data, self.has_data, self.event, self.id, self.retry = -1, [], False, "", None, None
+        self.comments, self.size, self.raw, self.dropped = [], 0, bytearray(), False
 
     def empty(self) -> bool:
         return self.start < 0
