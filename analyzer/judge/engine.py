@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Final
 
 from mypy_extensions import mypyc_attr
 
@@ -62,8 +63,8 @@ class Skip:
 
 # Read per timeline and per entry, so bound once: on Python 3.11 reading an enum member off its class
 # (`Shape.PAIR`) runs `EnumType.__getattr__`'s hook, about 150 ns against 20 for a global (docs/benchmark.md).
-_ABSENCE = Shape.ABSENCE
-_CANCEL = EntryKind.CANCEL
+_ABSENCE: Final = Shape.ABSENCE
+_CANCEL: Final = EntryKind.CANCEL
 
 
 @dataclass(slots=True)

@@ -4,14 +4,18 @@ The engine (`engine`) decides which rules to try on a timeline and makes the fin
 
 from __future__ import annotations
 
+from typing import Final
+
 from ..model import CancelledCall, EntryKind, Relation, RequestTimeline, TimelineEntry
 from .rule import Condition, Party, Rule, Selector, Shape, StreamRelation, Timing, Where
 
 # Read per timeline and per entry, so bound once: on Python 3.11 reading an enum member off its class
 # (`Shape.PAIR`) runs `EnumType.__getattr__`'s hook, about 150 ns against 20 for a global (docs/benchmark.md).
-_EVENT, _PAIR = Shape.EVENT, Shape.PAIR
-_REQUESTER, _RECEIVER = Party.REQUESTER, Party.RECEIVER
-_CANCEL = EntryKind.CANCEL
+_EVENT: Final = Shape.EVENT
+_PAIR: Final = Shape.PAIR
+_REQUESTER: Final = Party.REQUESTER
+_RECEIVER: Final = Party.RECEIVER
+_CANCEL: Final = EntryKind.CANCEL
 
 
 def match(
@@ -38,7 +42,7 @@ def match(
     return _absence(cond, tl, cancelled)
 
 
-_STREAM_ENDS = frozenset(
+_STREAM_ENDS: Final = frozenset(
     {
         EntryKind.STREAM_CLOSED_BY_CLIENT,
         EntryKind.STREAM_CLOSED_BY_SERVER,

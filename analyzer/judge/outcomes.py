@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Final
 
 from ..model import (
     Anomaly,
@@ -28,7 +29,7 @@ from ..model import (
 )
 from . import task_outcomes
 
-_REPLIES = (EntryKind.RESULT, EntryKind.ERROR_RESULT)
+_REPLIES: Final = (EntryKind.RESULT, EntryKind.ERROR_RESULT)
 #: Timeline entries a cancelled call keeps for its report: the request and those around the cancel.
 TIMELINE_CONTEXT = 12
 

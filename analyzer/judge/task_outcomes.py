@@ -21,13 +21,14 @@ five classes of every cancelled call (outcomes.py). What decides between them he
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from ..model import EntryKind, Outcome, Relation, RequestTimeline, TimelineEntry
 from ..model.jsonrpc import CANCEL_REJECTED, INVALID_PARAMS
 from ..model.revisions import facts
 
 #: Task statuses that say the work ran to its end.
-_FINISHED = frozenset({"completed", "failed"})
+_FINISHED: Final = frozenset({"completed", "failed"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ import heapq
 import struct
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
+from typing import Final
 
 import orjson
 
@@ -32,21 +33,23 @@ TRANSIT = 0.05
 COMMON = 50
 """A request seen in more sessions than this (an `initialize` every run sends) identifies none."""
 
-REPLIES = frozenset({EntryKind.RESULT, EntryKind.ERROR_RESULT})
-ON_PATH = frozenset({Vantage.WIRE, Vantage.PROXY})
+REPLIES: Final = frozenset({EntryKind.RESULT, EntryKind.ERROR_RESULT})
+ON_PATH: Final = frozenset({Vantage.WIRE, Vantage.PROXY})
 """Recorders that see the transport itself (a peer's own log may not say which it was)."""
 
 Seen = tuple[bytes, ...]
 """A session's requests remembered, each packed as `_ENTRY` (`_unpacked` reads one)."""
 
-_ENTRY = struct.Struct(">QQdQdB")
+_ENTRY: Final = struct.Struct(">QQdQdB")
 """Per request: the latest position minus its position (big-endian first, so that the bytes sort as the
 heap needs), a digest of its key (who sent it, id, method, a digest of the params), when it was sent, a
 digest of the reply, when the reply was seen, and which of the last three were recorded (`_TS`, `_SAID`,
 `_GOT`). 74 B a request, where a tuple of strings and floats took about 270 (issue 20: 603 sessions of
 the big capture kept 32 each to its end)."""
-_LATEST = (1 << 64) - 1
-_TS, _SAID, _GOT = 1, 2, 4
+_LATEST: Final = (1 << 64) - 1
+_TS: Final = 1
+_SAID: Final = 2
+_GOT: Final = 4
 
 
 class Requests:

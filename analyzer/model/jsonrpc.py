@@ -13,17 +13,15 @@ import orjson
 from . import Message, MessageKind
 from .anomalies import AnomalyName
 
-EXCERPT_CHARS = 400
+EXCERPT_CHARS: Final = 400
 _ABSENT: Any = object()
 """A member that is not there (a JSON `null` is there, as None)."""
 # Read per message, so bound once: on Python 3.11 reading an enum member off its class (`MessageKind.REQUEST`)
 # runs `EnumType.__getattr__`'s hook, about 150 ns against 20 for a global (docs/benchmark.md).
-_REQUEST, _NOTIFICATION, _RESULT, _ERROR = (
-    MessageKind.REQUEST,
-    MessageKind.NOTIFICATION,
-    MessageKind.RESULT,
-    MessageKind.ERROR,
-)
+_REQUEST: Final = MessageKind.REQUEST
+_NOTIFICATION: Final = MessageKind.NOTIFICATION
+_RESULT: Final = MessageKind.RESULT
+_ERROR: Final = MessageKind.ERROR
 INVALID_PARAMS = -32602
 """JSON-RPC's "Invalid params" error code; `tasks/cancel` for a task already final is answered with it (TSK-2)."""
 
@@ -84,7 +82,7 @@ def excerpt(text: str | bytes) -> str:
     return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + f"… ({len(text)} chars)"
 
 
-INEXACT = Problem(AnomalyName.JSONRPC_INVALID_MESSAGE, "an integer beyond 64 bits was read as a float")
+INEXACT: Final = Problem(AnomalyName.JSONRPC_INVALID_MESSAGE, "an integer beyond 64 bits was read as a float")
 """An internal signal, never reported: orjson reads an integer beyond 64 bits as a float, so an id, a
 `requestId` or a `progressToken` that is one is read again, exactly, by the standard library. (A `Problem`
 has a name; this one is read again before any problem is reported.)"""
@@ -119,7 +117,7 @@ def dumps(value: Any, *, indent: bool = False) -> bytes:
         return json.dumps(value, indent=2 if indent else None, ensure_ascii=False).encode("utf-8", "replace")
 
 
-_SURROGATE = re.compile(r"[\ud800-\udfff]")  # escapes read by re: mypyc refuses surrogates in literals
+_SURROGATE: Final = re.compile(r"[\ud800-\udfff]")  # escapes read by re: mypyc refuses surrogates in literals
 
 
 def _reject_constant(name: str) -> Any:

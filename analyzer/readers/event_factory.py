@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from typing import Final
 
 from orjson import JSONDecodeError
 from orjson import loads as _loads
@@ -28,7 +29,7 @@ from ..model.jsonrpc import EXCERPT_CHARS, classify_one, decode_text, excerpt
 from ..model.timestamps import plausible
 from .lines import DEFAULT_MAX_LINE_BYTES, RawLine
 
-_JSONRPC_MEMBER = re.compile(r'"jsonrpc"\s*:\s*"2\.0"')
+_JSONRPC_MEMBER: Final = re.compile(r'"jsonrpc"\s*:\s*"2\.0"')
 
 
 def holds_jsonrpc(text: str) -> bool:

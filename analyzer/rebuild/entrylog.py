@@ -16,11 +16,13 @@ is next read or added to (`catch_up`): a note costs one count, not one per reque
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Final
 
 from ..model import Certainty, EntryKind, MessageEvent, Relation, Side, TimelineEntry
 from ..model.jsonrpc import error_code
 
-_EXACT, _ERROR_ENTRY = Certainty.EXACT, EntryKind.ERROR_RESULT
+_EXACT: Final = Certainty.EXACT
+_ERROR_ENTRY: Final = EntryKind.ERROR_RESULT
 """Bound once: on Python 3.11 reading an enum member off its class runs the metaclass's attribute hook
 (docs/benchmark.md)."""
 _RunKey = tuple[EntryKind, Side | None, Relation | None, Certainty]

@@ -16,12 +16,13 @@ engine does not judge it there.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Final
 
 from ..model import Anomaly, AnomalyName, EntryKind, Side, TimelineEntry, TransportEvent, TransportKind, Vantage
 from .pending import PendingRequest, SessionState
 
-REQUESTER = {TransportKind.GAVE_UP_BY_CLIENT: Side.CLIENT, TransportKind.GAVE_UP_BY_SERVER: Side.SERVER}
-_OWN_LOG = {Side.CLIENT: Vantage.CLIENT, Side.SERVER: Vantage.SERVER}
+REQUESTER: Final = {TransportKind.GAVE_UP_BY_CLIENT: Side.CLIENT, TransportKind.GAVE_UP_BY_SERVER: Side.SERVER}
+_OWN_LOG: Final = {Side.CLIENT: Vantage.CLIENT, Side.SERVER: Vantage.SERVER}
 
 
 def on_gave_up(session: SessionState, event: TransportEvent) -> bool:

@@ -9,6 +9,7 @@ stdio, or a reply that itself names the cancel. Otherwise the race window decide
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Final
 
 from ..model import (
     CancelInfo,
@@ -27,7 +28,7 @@ from ..model import (
 #: proxy: `cancelwire record` relays each line at once; 50 ms covers the server's event loop
 #:   picking up a line that is already in its pipe.
 #: client / unknown: host logs are written by the host's own loop, after its reads; 250 ms.
-DEFAULT_RACE_WINDOWS: Mapping[Vantage, float] = {
+DEFAULT_RACE_WINDOWS: Final[Mapping[Vantage, float]] = {
     Vantage.SERVER: 0.0,
     Vantage.WIRE: 0.01,
     Vantage.PROXY: 0.05,

@@ -40,13 +40,13 @@ from .params import peer_info, tool_effect_from_annotations
 from .task_memory import MAX_TASKS, TaskTraffic
 
 _Key = tuple[Side, RequestId]
-_NO_KINDS: frozenset[EntryKind] = frozenset()
+_NO_KINDS: Final[frozenset[EntryKind]] = frozenset()
 #: What a timeline cannot show when a response to its request was recorded but not read.
-_REPLIES = frozenset({EntryKind.RESULT, EntryKind.ERROR_RESULT})
+_REPLIES: Final = frozenset({EntryKind.RESULT, EntryKind.ERROR_RESULT})
 #: ... when the server→client direction of its exchange is no longer read.
-_SERVER_DIRECTION = _REPLIES | {EntryKind.STREAM_CLOSED_BY_SERVER, EntryKind.STREAM_RESET_BY_SERVER}
+_SERVER_DIRECTION: Final = _REPLIES | {EntryKind.STREAM_CLOSED_BY_SERVER, EntryKind.STREAM_RESET_BY_SERVER}
 #: How strongly a basis establishes a session's revision; a stronger one replaces a weaker one.
-_BASIS_RANK = {
+_BASIS_RANK: Final = {
     RevisionBasis.ASSUMED: 0,
     RevisionBasis.DECLARED: 1,
     RevisionBasis.NEGOTIATED: 2,

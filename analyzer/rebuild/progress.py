@@ -10,7 +10,7 @@ increase per request; each problem is a named anomaly handed to `emit`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from ..model import Anomaly, AnomalyName, EntryKind, Message, MessageEvent, Side
 from . import task_traffic
@@ -19,8 +19,8 @@ from .finished import FinishedRequests
 from .params import valid_token
 from .pending import PendingRequest, SessionState
 
-_NUMBERS = (int, float)
-_PROGRESS = EntryKind.PROGRESS
+_NUMBERS: Final = (int, float)
+_PROGRESS: Final = EntryKind.PROGRESS
 """Bound once: on Python 3.11 `EntryKind.PROGRESS` runs the enum metaclass's attribute hook (docs/benchmark.md)."""
 _ABSENT: Any = object()
 

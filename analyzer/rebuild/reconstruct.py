@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Final
 
 from mypy_extensions import mypyc_attr
 
@@ -58,10 +59,16 @@ from .pending import PendingRequest, SessionState
 DEFAULT_MAX_OPEN = 10_000
 # Read per message, so bound once: on Python 3.11 reading an enum member off its class (`Side.CLIENT`)
 # runs `EnumType.__getattr__`'s hook, about 150 ns against 20 for a global (docs/benchmark.md).
-_CLIENT, _SERVER = Side.CLIENT, Side.SERVER
-_C2S, _NO_DIRECTION = Direction.C2S, Direction.NONE
-_NOTIFICATION, _REQUEST, _RESULT = MessageKind.NOTIFICATION, MessageKind.REQUEST, MessageKind.RESULT
-_REQUEST_ENTRY, _RESULT_ENTRY, _ERROR_ENTRY = EntryKind.REQUEST, EntryKind.RESULT, EntryKind.ERROR_RESULT
+_CLIENT: Final = Side.CLIENT
+_SERVER: Final = Side.SERVER
+_C2S: Final = Direction.C2S
+_NO_DIRECTION: Final = Direction.NONE
+_NOTIFICATION: Final = MessageKind.NOTIFICATION
+_REQUEST: Final = MessageKind.REQUEST
+_RESULT: Final = MessageKind.RESULT
+_REQUEST_ENTRY: Final = EntryKind.REQUEST
+_RESULT_ENTRY: Final = EntryKind.RESULT
+_ERROR_ENTRY: Final = EntryKind.ERROR_RESULT
 
 
 @mypyc_attr(native_class=False)  # pickled across processes: mypyc's own frozen classes cannot be unpickled

@@ -15,7 +15,7 @@ from array import array
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Hashable, Iterator
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Final, Generic, NamedTuple, TypeVar
 
 _K = TypeVar("_K", bound=Hashable)
 _V = TypeVar("_V")
@@ -85,14 +85,15 @@ class Kind(NamedTuple):
 MAX_KINDS = 4096
 """Kinds numbered per input; an entry of a further kind (a hostile input's thousands of methods) is kept
 whole in its store's `others`."""
-GONE, OTHER = 0, 1
+GONE: Final = 0
+OTHER: Final = 1
 """`_Store.codes` besides a kind's number (from 2): an entry removed or put again since (skipped when it
 comes up to be forgotten), and one kept in `others`."""
-WIDE = 1 << 62
+WIDE: Final = 1 << 62
 """Integer ids beyond this either way are kept in `others` (the arrays hold 64-bit integers)."""
-NO_TIME = float("nan")
+NO_TIME: Final = float("nan")
 """The time of an entry without one (a timestamp is never NaN)."""
-BELOW_ALL = -(1 << 63)
+BELOW_ALL: Final = -(1 << 63)
 """What `_Store.ids` says before the first id in order."""
 
 

@@ -17,6 +17,7 @@ its entry limit bounds, not one per request.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Final
 
 from ..model import EntryKind, MessageEvent, Side, TimelineEntry, TransportEvent, TransportKind
 from . import cancels, holds
@@ -24,7 +25,7 @@ from .entrylog import message_entry
 from .ordering import steady
 from .pending import PendingRequest, SessionState, StreamNotes
 
-_TRANSPORT_ENTRY: Mapping[TransportKind, tuple[EntryKind, Side | None]] = {
+_TRANSPORT_ENTRY: Final[Mapping[TransportKind, tuple[EntryKind, Side | None]]] = {
     TransportKind.STREAM_OPENED: (EntryKind.STREAM_OPENED, Side.SERVER),
     TransportKind.CLOSED_BY_CLIENT: (EntryKind.STREAM_CLOSED_BY_CLIENT, Side.CLIENT),
     TransportKind.CLOSED_BY_SERVER: (EntryKind.STREAM_CLOSED_BY_SERVER, Side.SERVER),
@@ -34,8 +35,8 @@ _TRANSPORT_ENTRY: Mapping[TransportKind, tuple[EntryKind, Side | None]] = {
     TransportKind.SERVER_BYTES: (EntryKind.SERVER_BYTES, Side.SERVER),
     TransportKind.RECORDING_ENDED: (EntryKind.RECORDING_ENDED, None),
 }
-_CLIENT_DISCONNECTS = (TransportKind.CLOSED_BY_CLIENT, TransportKind.RESET_BY_CLIENT)
-_STREAM_ENDS = (
+_CLIENT_DISCONNECTS: Final = (TransportKind.CLOSED_BY_CLIENT, TransportKind.RESET_BY_CLIENT)
+_STREAM_ENDS: Final = (
     TransportKind.CLOSED_BY_CLIENT,
     TransportKind.CLOSED_BY_SERVER,
     TransportKind.RESET_BY_CLIENT,

@@ -28,17 +28,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from ..model import Anomaly, AnomalyName, Message, MessageEvent, MessageKind, RequestId, Side, revisions
 from .pending import PendingRequest, SessionState
 from .task_memory import Expected, TaskToken, TaskTraffic
 
-TAG = "io.modelcontextprotocol/related-task"
+TAG: Final = "io.modelcontextprotocol/related-task"
 #: Requests whose params name their task: the tag is redundant there (tasks/list names none).
-NAMED_BY_PARAMS = frozenset({"tasks/get", "tasks/result", "tasks/cancel", "tasks/list"})
+NAMED_BY_PARAMS: Final = frozenset({"tasks/get", "tasks/result", "tasks/cancel", "tasks/list"})
 #: Their results that should not carry the tag; the tasks/result result must.
-UNTAGGED_RESULTS = frozenset({"tasks/get", "tasks/cancel", "tasks/list"})
+UNTAGGED_RESULTS: Final = frozenset({"tasks/get", "tasks/cancel", "tasks/list"})
 
 
 @dataclass(frozen=True, slots=True)

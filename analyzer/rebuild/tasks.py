@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, Final
 
 from ..model import (
     Anomaly,
@@ -42,9 +42,9 @@ from .entrylog import message_entry
 from .pending import PendingRequest, SessionState, SessionTasks, TaskState
 from .task_memory import MAX_TASKS
 
-FINAL = frozenset({"completed", "failed", "cancelled"})
+FINAL: Final = frozenset({"completed", "failed", "cancelled"})
 #: What the answer to each `tasks/*` request is on the creating request's timeline.
-_ANSWER_KINDS = {
+_ANSWER_KINDS: Final = {
     "tasks/cancel": EntryKind.CANCEL_ANSWER,
     "tasks/get": EntryKind.TASK_STATUS,
     "tasks/result": EntryKind.TASK_RESULT,

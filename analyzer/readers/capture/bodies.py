@@ -10,7 +10,7 @@ A body with a Content-Encoding is decoded (`encoding`) before any of this; one t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from ...model import (
     Anomaly,
@@ -329,7 +329,7 @@ class Bodies:
         s.for_exchange(ex, lambda seq, key: Anomaly(seq, ts, origin, key, name, detail, request_id, method))
 
 
-_NOT_JUDGED = "; replies on this exchange are not judged either"
+_NOT_JUDGED: Final = "; replies on this exchange are not judged either"
 
 
 def _put(table: dict[Any, int], key: Any, value: int) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from heapq import heappop, heappush
+from typing import Final
 
 from ...model import AnomalyName, Event, Vantage
 from ..base import InputSource, ReadOptions
@@ -33,13 +34,13 @@ from .over_http1 import HttpCapture, looks_http, looks_http_server
 from .sessions import Sessions
 from .tcp import ACK, FIN, RST, SYN, Delivered, TcpConnection, client_by_handshake, seq_before
 
-TLS_HEADER = 5
+TLS_HEADER: Final = 5
 """Bytes of a TLS record's header: a record's ciphertext is at least its plaintext and these."""
-GRACE_FLOOR = 1.0
+GRACE_FLOOR: Final = 1.0
 """Seconds a reset connection is read on at least (`grace`): the most the round trips a recording shows may
 widen a race window to (`rebuild.ordering.MAX_MEASURED_WINDOW`): later than that after a cancel, a reply
 is judged late on any channel."""
-GRACE_CAP = 10.0
+GRACE_CAP: Final = 10.0
 """Seconds at most; also the grace of a connection whose handshake was not captured (no round trip)."""
 MAX_LIVE_CONNS = 4096
 """Connections held at once (read, at rest or reset): an open SSE exchange costs about 11 KiB, so 45 MB."""

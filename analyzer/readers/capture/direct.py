@@ -22,7 +22,7 @@ from array import array
 from collections.abc import Iterator
 from operator import truediv
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Final
 
 from ...errors import InputError
 from ...model import AnomalyName
@@ -31,7 +31,9 @@ from .frames import Frame, ReadProblem
 from .packets import KNOWN_LINKTYPES, NoSegment, Segment, decode
 from .pcap_file import EPB, IDB, MAX_BLOCK, PB, PCAP_MAGICS, PCAPNG_MAGIC, SPB, Damage, packets
 
-SYN_ONLY, SYN, ACK = 0x02, 0x02, 0x10
+SYN_ONLY: Final = 0x02
+SYN: Final = 0x02
+ACK: Final = 0x10
 SHOWN_FRAMES = 10
 MAX_LEADING_BLOCKS = 64
 """Blocks looked at before the first packet to find the interfaces (`linktypes_known`)."""

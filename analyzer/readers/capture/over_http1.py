@@ -18,6 +18,8 @@ streams are exchanges); heads, bodies and ends take the same path. Bodies are re
 
 from __future__ import annotations
 
+from typing import Final
+
 from ...model import AnomalyName, Direction, Message, Side, TransportEvent, TransportKind
 from ...model.jsonrpc import decode_text
 from ..http.http1 import (
@@ -41,11 +43,11 @@ from .over_http2 import Http2Capture
 from .sessions import Build, Exchange, Sessions, WaitsFor
 from .tcp import AfterFin, Closed, Conflict, Delivered, Lost, Reset, TcpEvent, WindowZero
 
-REPLIES_UNREAD = TransportKind.REPLIES_UNREAD
+REPLIES_UNREAD: Final = TransportKind.REPLIES_UNREAD
 MAX_ANSWERED_EARLY = 64
 """Exchanges per connection answered before their request body ended, kept for its end (a client
 sends one body at a time: a hostile one cannot grow this past the cap)."""
-METHODS = (b"GET ", b"POST ", b"DELETE ", b"PUT ", b"HEAD ", b"OPTIONS ", b"PATCH ")
+METHODS: Final = (b"GET ", b"POST ", b"DELETE ", b"PUT ", b"HEAD ", b"OPTIONS ", b"PATCH ")
 
 
 def looks_http(data: bytes, server_port: int, http_ports: tuple[int, ...]) -> bool:

@@ -17,23 +17,28 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, Final
 
-PCAP_MAGICS = {
+PCAP_MAGICS: Final = {
     b"\xd4\xc3\xb2\xa1": ("<", 1_000_000),
     b"\xa1\xb2\xc3\xd4": (">", 1_000_000),
     b"\x4d\x3c\xb2\xa1": ("<", 1_000_000_000),
     b"\xa1\xb2\x3c\x4d": (">", 1_000_000_000),
 }
-PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
-MAX_PACKET = 262_144
+PCAPNG_MAGIC: Final = b"\x0a\x0d\x0d\x0a"
+MAX_PACKET: Final = 262_144
 """Captured bytes of one packet: Wireshark's largest standard packet (WTAP_MAX_PACKET_SIZE_STANDARD)."""
-MAX_BLOCK = 16 << 20
+MAX_BLOCK: Final = 16 << 20
 """A pcapng block longer than this is damage, not data (Wireshark's own bound is the same)."""
 CHUNK = 1 << 20
 """Bytes read from the file at a time (a block longer than this is read whole, up to `MAX_BLOCK`)."""
-SHB, IDB, PB, SPB, EPB = 0x0A0D0D0A, 1, 2, 3, 6
-OPT_TSRESOL, OPT_TSOFFSET = 9, 14
+SHB: Final = 0x0A0D0D0A
+IDB: Final = 1
+PB: Final = 2
+SPB: Final = 3
+EPB: Final = 6
+OPT_TSRESOL: Final = 9
+OPT_TSOFFSET: Final = 14
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,10 @@ from typing import Final
 
 from .frames import Frame
 
-SYN, RST, FIN, ACK = 0x02, 0x04, 0x01, 0x10
+SYN: Final = 0x02
+RST: Final = 0x04
+FIN: Final = 0x01
+ACK: Final = 0x10
 MAX_HELD_SEGMENTS = 256
 MAX_HELD_BYTES = 4 << 20
 MAX_HISTORY_BYTES = 256 << 10
@@ -113,7 +116,7 @@ class AfterFin:
 
 
 TcpEvent = Delivered | Lost | Closed | Reset | WindowZero | Conflict | AfterFin
-_NOTHING: list[TcpEvent] = []
+_NOTHING: Final[list[TcpEvent]] = []
 
 
 def client_by_handshake(src: Endpoint, dst: Endpoint, flags: int) -> Endpoint | None:

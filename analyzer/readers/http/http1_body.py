@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import enum
 import re
+from typing import Final
 
 import h11
 
 MAX_HELD = 64
 """Bytes of a chunk-size line cut by a segment left to be fed again with the next (h11 allows 16 kB: more goes
 to h11)."""
-PLAIN_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
-FINAL_CHUNK = b"0\r\n\r\n"
+PLAIN_SIZE: Final = re.compile(rb"[0-9A-Fa-f]{1,16}")
+FINAL_CHUNK: Final = b"0\r\n\r\n"
 
 
 class BodyOutcome(enum.Enum):

@@ -18,18 +18,20 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Literal
+from typing import Final, Literal
 
-MAX_HEAD = 16 * 1024
+MAX_HEAD: Final = 16 * 1024
 """h11's `max_incomplete_event_size`: a head that is not complete by then is h11's error to report."""
 
-_TOKEN = r"[-!#$%&'*+.^_`|~0-9a-zA-Z]+"
-_VALUE = r"[\x21-\x7e]++(?:[ \t]++[\x21-\x7e]++)*+"  # possessive, no backtracking: no run can start what follows it
-_REQUEST_LINE = re.compile(rf"({_TOKEN}) ([\x21-\x7e]+) HTTP/1\.1")
-_STATUS_LINE = re.compile(r"HTTP/1\.1 ([0-9]{3})(?: ([ \t\x21-\x7e]*))?")
-_FIELDS = re.compile(rf"(?:{_TOKEN}:[ \t]*+(?:{_VALUE})?[ \t]*+\r\n)*+")
-_LENGTH = re.compile(r"[0-9]{1,20}")
-BLANK_LINE = re.compile(rb"\n\r?\n")
+_TOKEN: Final = r"[-!#$%&'*+.^_`|~0-9a-zA-Z]+"
+_VALUE: Final = (
+    r"[\x21-\x7e]++(?:[ \t]++[\x21-\x7e]++)*+"  # possessive, no backtracking: no run can start what follows it
+)
+_REQUEST_LINE: Final = re.compile(rf"({_TOKEN}) ([\x21-\x7e]+) HTTP/1\.1")
+_STATUS_LINE: Final = re.compile(r"HTTP/1\.1 ([0-9]{3})(?: ([ \t\x21-\x7e]*))?")
+_FIELDS: Final = re.compile(rf"(?:{_TOKEN}:[ \t]*+(?:{_VALUE})?[ \t]*+\r\n)*+")
+_LENGTH: Final = re.compile(r"[0-9]{1,20}")
+BLANK_LINE: Final = re.compile(rb"\n\r?\n")
 """Where h11 ends a head (`h11._receivebuffer.blank_line_regex`)."""
 
 

@@ -29,12 +29,12 @@ from typing import Final
 from ...model import RequestId, record
 from ...model.jsonrpc import decode_text
 
-BOM = b"\xef\xbb\xbf"
+BOM: Final = b"\xef\xbb\xbf"
 DEFAULT_MAX_EVENT_BYTES = 16 << 20
-_SEPARATORS = (b"\r", b"\n")
+_SEPARATORS: Final = (b"\r", b"\n")
 
 
-DISPATCHED = "message"
+DISPATCHED: Final = "message"
 """The one event type MCP clients read: the SDKs' clients take the data of `message` events (and unnamed
 ones, which are `message`) and drop every other type, as `EventSource.onmessage` does."""
 
