@@ -8,21 +8,33 @@ fragment is named (`NoSegment.FRAGMENT`) and its bytes are not read as TCP.
 
 from __future__ import annotations
 
-import functools
 import socket
 import struct
 from enum import IntEnum
+from typing import Final
 
-ETHERNET, NULL, RAW, RAW_OLD, RAW_OLD2, LOOP, SLL, SLL2, IPV4, IPV6 = 1, 0, 101, 12, 14, 108, 113, 276, 228, 229
-KNOWN_LINKTYPES = frozenset({ETHERNET, NULL, RAW, RAW_OLD, RAW_OLD2, LOOP, SLL, SLL2, IPV4, IPV6})
-ETH_IPV4, ETH_IPV6 = 0x0800, 0x86DD
-VLAN_TAGS = frozenset({0x8100, 0x88A8, 0x9100})
-BSD_AF_INET6 = frozenset({24, 28, 30, 10})
+ETHERNET: Final = 1
+NULL: Final = 0
+RAW: Final = 101
+RAW_OLD: Final = 12
+RAW_OLD2: Final = 14
+LOOP: Final = 108
+SLL: Final = 113
+SLL2: Final = 276
+IPV4: Final = 228
+IPV6: Final = 229
+KNOWN_LINKTYPES: Final = frozenset({ETHERNET, NULL, RAW, RAW_OLD, RAW_OLD2, LOOP, SLL, SLL2, IPV4, IPV6})
+ETH_IPV4: Final = 0x0800
+ETH_IPV6: Final = 0x86DD
+VLAN_TAGS: Final = frozenset({0x8100, 0x88A8, 0x9100})
+BSD_AF_INET6: Final = frozenset({24, 28, 30, 10})
 """AF_INET6 on NetBSD/OpenBSD, FreeBSD, macOS, Linux: a NULL/LOOP header names the family by the OS's number."""
-IPV6_EXTENSIONS = frozenset({0, 43, 60, 135, 139, 140})
+IPV6_EXTENSIONS: Final = frozenset({0, 43, 60, 135, 139, 140})
 """Hop-by-hop, routing, destination options, mobility, HIP, shim6: length in 8-octet units after the first."""
-TCP, IPV6_FRAGMENT, IPV6_AH = 6, 44, 51
-TUNNELS = frozenset({4, 41, 47})
+TCP: Final = 6
+IPV6_FRAGMENT: Final = 44
+IPV6_AH: Final = 51
+TUNNELS: Final = frozenset({4, 41, 47})
 """IPv4 in IP, IPv6 in IP, GRE: tshark decodes what they carry; this reader names them (`NoSegment.TUNNEL`)."""
 
 
@@ -42,8 +54,9 @@ Segment = tuple[str, str, int, int, int, int, int, int, bytes, int, int]
 """(src, dst, sport, dport, seq, ack, flags, window as sent, captured payload, TCP payload length, window
 scale option of a SYN or -1)."""
 
-_TCP = struct.Struct("!HHIIHH")
-_U16 = struct.Struct("!H").unpack_from
+_TCP: Final = struct.Struct("!HHIIHH")
+MAX_ADDRESSES: Final = 4096
+_ADDRESSES: Final[dict[bytes, str]] = {}
 
 
 def decode(linktype: int, data: bytes, reported: int) -> Segment | NoSegment:
@@ -70,10 +83,10 @@ def _ether(data: bytes, at: int, reported: int, start: int = -1) -> Segment | No
     """The ethertype at AT (then VLAN tags), the network layer after it (or at START when given)."""
     if len(data) < at + 2:
         return NoSegment.NOT_TCP
-    kind = _U16(data, at)[0]
+    kind = _u16(data, at)
     at += 2
     while kind in VLAN_TAGS and len(data) >= at + 4:
-        kind = _U16(data, at + 2)[0]
+        kind = _u16(data, at + 2)
         at += 4
     if kind != ETH_IPV4 and kind != ETH_IPV6:
         return NoSegment.NOT_TCP
@@ -95,10 +108,10 @@ def _ipv4(data: bytes, at: int, reported: int) -> Segment | NoSegment:
     if len(data) < at + 20:
         return NoSegment.NOT_TCP
     ihl = (data[at] & 0x0F) * 4
-    total = _U16(data, at + 2)[0] or reported - at  # 0: a segmentation offload capture, as Wireshark reads it
+    total = _u16(data, at + 2) or reported - at  # 0: a segmentation offload capture, as Wireshark reads it
     if ihl < 20 or total < ihl:
         return NoSegment.NOT_TCP
-    if _U16(data, at + 6)[0] & 0x3FFF:  # more fragments, or an offset
+    if _u16(data, at + 6) & 0x3FFF:  # more fragments, or an offset
         return NoSegment.FRAGMENT
     if data[at + 9] != TCP:
         return NoSegment.TUNNEL if data[at + 9] in TUNNELS else NoSegment.NOT_TCP
@@ -110,13 +123,13 @@ def _ipv4(data: bytes, at: int, reported: int) -> Segment | NoSegment:
 def _ipv6(data: bytes, at: int, reported: int) -> Segment | NoSegment:
     if len(data) < at + 40:
         return NoSegment.NOT_TCP
-    end = min(at + 40 + (_U16(data, at + 4)[0] or reported - at - 40), reported)  # 0: a jumbogram (length in an option)
+    end = min(at + 40 + (_u16(data, at + 4) or reported - at - 40), reported)  # 0: a jumbogram (length in an option)
     nxt, here = data[at + 6], at + 40
     while nxt != TCP:
         if len(data) < here + 8:
             return NoSegment.NOT_TCP
         if nxt == IPV6_FRAGMENT:
-            if _U16(data, here + 2)[0] & 0xFFF9:  # an offset or more fragments (an atomic fragment is whole)
+            if _u16(data, here + 2) & 0xFFF9:  # an offset or more fragments (an atomic fragment is whole)
                 return NoSegment.FRAGMENT
             size = 8
         elif nxt in IPV6_EXTENSIONS:
@@ -159,7 +172,18 @@ def _window_scale(data: bytes, at: int, end: int) -> int:
     return -1
 
 
-@functools.lru_cache(maxsize=4096)
+def _u16(data: bytes, at: int) -> int:
+    """The big-endian 16-bit field at AT (compiled, two byte reads: a struct call costs as much as a packet's
+    other header work)."""
+    return data[at] << 8 | data[at + 1]
+
+
 def _addr(raw: bytes) -> str:
-    """An address as tshark prints it (dotted IPv4; IPv6 compressed as RFC 5952, by the C library)."""
-    return socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)
+    """An address as tshark prints it (dotted IPv4; IPv6 compressed as RFC 5952, by the C library); the last
+    `MAX_ADDRESSES` seen are kept, as a capture holds few and every packet names two."""
+    text = _ADDRESSES.get(raw)
+    if text is None:
+        if len(_ADDRESSES) >= MAX_ADDRESSES:
+            _ADDRESSES.clear()
+        text = _ADDRESSES[raw] = socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)
+    return text
