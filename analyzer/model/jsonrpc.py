@@ -14,7 +14,7 @@ from . import Message, MessageKind
 from .anomalies import AnomalyName
 
 EXCERPT_CHARS: Final = 400
-_ABSENT: Any = object()
+_ABSENT: Final[Any] = object()
 """A member that is not there (a JSON `null` is there, as None)."""
 # Read per message, so bound once: on Python 3.11 reading an enum member off its class (`MessageKind.REQUEST`)
 # runs `EnumType.__getattr__`'s hook, about 150 ns against 20 for a global (docs/benchmark.md).
@@ -180,7 +180,7 @@ def _id_problem(msg_id: Any, exact: bool) -> Problem | None:
     """What is wrong with an id that is not a plain str, int or null (an int subclass may be fine)."""
     if isinstance(msg_id, str | int) and not isinstance(msg_id, bool):
         return None
-    if msg_id.__class__ is float and not exact:
+    if type(msg_id) is float and not exact:
         return INEXACT
     return Problem(AnomalyName.JSONRPC_INVALID_MESSAGE, f"id must be a string or an integer, got {msg_id!r:.60}")
 
@@ -207,40 +207,48 @@ def classify(value: Any, raw_excerpt: str, *, exact: bool = False) -> Decoded:
     return Decoded((), (one,))
 
 
-def classify_one(  # noqa: C901 - once per message: a helper call for the float checks cost 20 %, inline 7 %
-    value: Any, raw_excerpt: str, *, exact: bool = False
-) -> Message | Problem:
+def classify_one(value: Any, raw_excerpt: str, *, exact: bool = False) -> Message | Problem:
     """One JSON value (not a batch): the message it is, or the problem that keeps it from being one;
-    `INEXACT` when an id or token is a float that may be an integer beyond 64 bits (not EXACT)."""
+    `INEXACT` when an id or token is a float that may be an integer beyond 64 bits (not EXACT).
+
+    Written for mypyc, which compiles it (setup.py): `dict.get` on a value known to be a dict and `type(x)`
+    are direct C calls there, where a bound method or `__class__` goes through the generic call path."""
     if not isinstance(value, dict):
         return Problem(AnomalyName.JSONRPC_INVALID_MESSAGE, f"a JSON {type(value).__name__} is not a JSON-RPC message")
-    get = value.get  # one bound method: this runs once per message
-    if get("jsonrpc") != "2.0":
+    if value.get("jsonrpc") != "2.0":
         return Problem(AnomalyName.JSONRPC_INVALID_MESSAGE, 'missing or wrong "jsonrpc": "2.0" member')
-    msg_id = get("id", _ABSENT)
-    id_class = msg_id.__class__
-    if not (id_class is int or id_class is str or msg_id is None or msg_id is _ABSENT):
+    msg_id = value.get("id", _ABSENT)
+    id_type = type(msg_id)
+    if not (id_type is int or id_type is str or msg_id is None or msg_id is _ABSENT):
         problem = _id_problem(msg_id, exact)
         if problem is not None:
             return problem
-    method = get("method")
+    method = value.get("method")
     if method is not None:
-        if not isinstance(method, str):
-            return Problem(AnomalyName.JSONRPC_INVALID_MESSAGE, "method must be a string")
-        params = get("params")
-        payload: Mapping[str, Any] = params if isinstance(params, dict) else {}
-        if msg_id is _ABSENT:
-            if (
-                payload.get("requestId").__class__ is float or payload.get("progressToken").__class__ is float
-            ) and not exact:
-                return INEXACT
-            return Message(_NOTIFICATION, None, method, payload, raw_excerpt, False)
-        meta = payload.get("_meta")
-        if meta.__class__ is dict and meta.get("progressToken").__class__ is float and not exact:
+        return _request(value, method, msg_id, raw_excerpt, exact)
+    return _response(value, msg_id, raw_excerpt)
+
+
+def _request(value: dict[str, Any], method: Any, msg_id: Any, raw_excerpt: str, exact: bool) -> Message | Problem:
+    """A request, or a notification when it has no id."""
+    if not isinstance(method, str):
+        return Problem(AnomalyName.JSONRPC_INVALID_MESSAGE, "method must be a string")
+    params = value.get("params")
+    payload: dict[str, Any] = params if isinstance(params, dict) else {}
+    if msg_id is _ABSENT:
+        if not exact and (type(payload.get("requestId")) is float or type(payload.get("progressToken")) is float):
             return INEXACT
-        return Message(_REQUEST, msg_id, method, payload, raw_excerpt, msg_id is None)
-    result = get("result", _ABSENT)
-    error = get("error", _ABSENT)
+        return Message(_NOTIFICATION, None, method, payload, raw_excerpt, False)
+    meta = payload.get("_meta")
+    if not exact and isinstance(meta, dict) and type(meta.get("progressToken")) is float:
+        return INEXACT
+    return Message(_REQUEST, msg_id, method, payload, raw_excerpt, msg_id is None)
+
+
+def _response(value: dict[str, Any], msg_id: Any, raw_excerpt: str) -> Message | Problem:
+    """A result or an error."""
+    result = value.get("result", _ABSENT)
+    error = value.get("error", _ABSENT)
     if result is not _ABSENT and error is not _ABSENT:
         return Problem(AnomalyName.JSONRPC_RESULT_AND_ERROR, "a response carries both result and error")
     if result is _ABSENT and error is _ABSENT:

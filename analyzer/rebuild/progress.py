@@ -22,7 +22,7 @@ from .pending import PendingRequest, SessionState
 _NUMBERS: Final = (int, float)
 _PROGRESS: Final = EntryKind.PROGRESS
 """Bound once: on Python 3.11 `EntryKind.PROGRESS` runs the enum metaclass's attribute hook (docs/benchmark.md)."""
-_ABSENT: Any = object()
+_ABSENT: Final[Any] = object()
 
 
 def on_progress(
