@@ -55,13 +55,15 @@ _GOT: Final = 4
 class Requests:
     """Per session, the earliest requests judged so far (bounded)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep: bool = True) -> None:
         self._heaps: dict[str, list[bytes]] = defaultdict(list)
         """A min-heap of packed entries: the latest request kept first."""
+        self._keep = keep
+        """False when the audit has one input: there is nothing to compare with, and nothing is kept."""
 
     def add(self, timeline: RequestTimeline) -> None:
         first = timeline.entries[0] if timeline.entries else None
-        if first is None:
+        if first is None or not self._keep:
             return
         heap = self._heaps[timeline.session_key]
         rank = _LATEST - first.seq

@@ -46,6 +46,9 @@ class AuditOptions:
     """`--merge`: the two inputs are recordings of the same session(s), judged as one (merge/recordings.py)."""
     redact: bool = False
     """Payload values replaced by type and length before anything is kept (redact.py)."""
+    compare_inputs: bool = True
+    """Keep what the same-session hint compares between inputs (`merge.same_session.Requests`); `audit` turns
+    it off when it is given one input (a file or a pipe), which nothing can be compared with."""
 
 
 def how_made(options: AuditOptions) -> HowMade:
@@ -114,6 +117,8 @@ def audit(
     """
     catalog = load_catalog(options.rule_dirs)
     rules, disabled = select_rules(catalog, options)
+    if len(paths) == 1 and (paths[0] == "-" or not Path(paths[0]).is_dir()):
+        options = replace(options, compare_inputs=False)
     merged = AuditSoFar(on_row, on_input_error)
     summaries: list[MergeSummary] = []
     try:
@@ -190,7 +195,7 @@ def judge(
     # once, upstream of every output; the rules still judge the recording as it was
     into, shown = redacting(into) if options.redact else (into, _as_is)
     keys: list[str] = []
-    seen = Requests()
+    seen = Requests(keep=options.compare_inputs)
     handlers: dict[tuple[str | None, object], Anomaly] = {}
     """What a server's trace says of a cancelled call's handler (--merge), until the call is classified."""
     for item in Reconstructor(source, reader, options.reconstruct).run(events):
