@@ -11,9 +11,11 @@ Such a time is read as *no time* (the event keeps its place in the file), and th
 
 from __future__ import annotations
 
-EARLIEST = 0.0
+from typing import Final
+
+EARLIEST: Final = 0.0
 """1970-01-01T00:00:00Z. Test transcripts start at small epoch values (1.0), so the bound is the epoch."""
-LATEST = float(2**32)
+LATEST: Final = 4_294_967_296.0  # 2**32: a literal, which mypyc inlines where the bound is read per frame
 """2106-02-07T06:28:16Z: past any real recording, below where float seconds lose their milliseconds."""
 
 

@@ -145,6 +145,12 @@ def _ipv6(data: bytes, at: int, reported: int) -> Segment | NoSegment:
 def _tcp(data: bytes, at: int, end: int, src: str, dst: str) -> Segment | NoSegment:
     if len(data) < at + 20:
         return NoSegment.NOT_TCP
+    sport: int  # declared: `struct` gives Any, which compiled code computes with through the object protocol
+    dport: int
+    seq: int
+    ack: int
+    offset_flags: int
+    window: int
     sport, dport, seq, ack, offset_flags, window = _TCP.unpack_from(data, at)
     header = (offset_flags >> 12) * 4
     length = end - at - header

@@ -10,6 +10,9 @@ The file is read `CHUNK` bytes at a time and records are cut from that buffer (o
 per packet). Every length is hostile: a record or block is read only once its claimed length is within
 bounds (`MAX_PACKET`, `MAX_BLOCK`) and present in the file. Damage ends the reading with `Damage`, naming the
 frame after which nothing more could be read; what came before it has been yielded.
+
+The fields `struct` unpacks per packet are declared `int` before they are: `struct` gives `Any`, on which
+compiled code (setup.py) does every comparison and sum through the generic object protocol.
 """
 
 from __future__ import annotations
@@ -115,6 +118,10 @@ def _pcap(src: _Input, magic: bytes, damage: list[Damage]) -> Iterator[Packet]:
     unpack, ahead = struct.Struct(order + "IIII").unpack_from, src.ahead
     unit = 1_000_000_000 // per_second
     number = 0
+    sec: int
+    frac: int
+    caplen: int
+    origlen: int
     while (left := ahead(16)) >= 16:
         sec, frac, caplen, origlen = unpack(src.buf, src.at)
         if caplen > MAX_PACKET:
@@ -199,6 +206,8 @@ class _Section:
             struct.Struct(self.order + "I").unpack_from,
         )
         self.next_section = False
+        kind: int
+        length: int
         while (left := src.ahead(8)) >= 8:
             buf, at = src.buf, src.at
             kind, length = head(buf, at)
@@ -254,6 +263,10 @@ class _Section:
     def _packet(self, kind: int, buf: bytes, at: int, end: int) -> Packet | None:
         """The packet in the block body `buf[at:end]`."""
         order = self.order
+        iface_id: int
+        units: int
+        caplen: int
+        origlen: int
         if kind == SPB:
             if end - at < 4:
                 return self._stopped("a simple packet block is too short")
@@ -262,6 +275,8 @@ class _Section:
         else:
             if end - at < 20:
                 return self._stopped("a packet block is too short")
+            high: int
+            low: int
             if kind == EPB:
                 iface_id, high, low, caplen, origlen = self.epb.unpack_from(buf, at)
             else:
