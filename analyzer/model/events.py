@@ -7,23 +7,35 @@ Ordering is by `seq` (position in the source), never by `ts`: host logs can lack
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
 from .anomalies import AnomalyName
 from .kinds import Direction, EntryKind, MessageKind, Side, Transport, TransportKind, Vantage
 from .records import RequestId, Revision, record
 
 
-@record
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class Origin:
     """Where an event was read: a file and either a line (text inputs) or a frame (captures)."""
 
-    source: str
+    source: Final[str]
     """Path of the input as given on the command line."""
-    line: int | None = None
+    line: Final[int | None]
     """1-based line number in a text input."""
-    frame: int | None = None
+    frame: Final[int | None]
     """Frame number in a capture (what Wireshark shows)."""
+
+    def __init__(
+        self,
+        source: str,
+        line: int | None = None,
+        frame: int | None = None,
+    ) -> None:
+        self.source, self.line, self.frame = source, line, frame
+
+    def __reduce__(self) -> tuple[type[Origin], tuple[Any, ...]]:
+        return Origin, (self.source, self.line, self.frame)
 
     def display(self) -> str:
         if self.frame is not None:
@@ -33,22 +45,37 @@ class Origin:
         return self.source
 
 
-@record
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class Message:
     """One JSON-RPC message, already classified."""
 
-    kind: MessageKind
+    kind: Final[MessageKind]
     """Request, notification, result or error."""
-    id: RequestId | None
+    id: Final[RequestId | None]
     """The id; None for notifications and for an error whose request id could not be read."""
-    method: str | None
+    method: Final[str | None]
     """Method of a request or notification; None for results and errors."""
-    payload: Mapping[str, Any]
+    payload: Final[Mapping[str, Any]]
     """`params` of a request/notification, `result` of a result, `error` of an error."""
-    excerpt: str
+    excerpt: Final[str]
     """Bounded raw text for evidence; escaped only at render time."""
-    null_id: bool = False
+    null_id: Final[bool]
     """True when the message carried `"id": null` (a request or a reply that names no request)."""
+
+    def __init__(
+        self,
+        kind: MessageKind,
+        id: RequestId | None,
+        method: str | None,
+        payload: Mapping[str, Any],
+        excerpt: str,
+        null_id: bool = False,
+    ) -> None:
+        self.kind, self.id, self.method, self.payload = kind, id, method, payload
+        self.excerpt, self.null_id = excerpt, null_id
+
+    def __reduce__(self) -> tuple[type[Message], tuple[Any, ...]]:
+        return Message, (self.kind, self.id, self.method, self.payload, self.excerpt, self.null_id)
 
 
 @record
@@ -95,53 +122,108 @@ class SessionStart:
     `sessionId`; None on stdio, and when the recording does not show one (it is then keyed otherwise)."""
 
 
-@record
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class MessageEvent:
     """One JSON-RPC message as recorded."""
 
-    seq: int
+    seq: Final[int]
     """Position in the source (the ordering key)."""
-    ts: float | None
+    ts: Final[float | None]
     """Epoch seconds (UTC), if the source has times."""
-    origin: Origin
+    origin: Final[Origin]
     """Where it was read."""
-    session_key: str
+    session_key: Final[str]
     """Its session."""
-    direction: Direction
+    direction: Final[Direction]
     """Client to server, server to client, or unknown (the reader named that)."""
-    message: Message
+    message: Final[Message]
     """The classified message."""
-    stream: str | None = None
+    stream: Final[str | None]
     """HTTP exchange (request/response stream) id on captures; None on stdio."""
-    revision_hint: Revision | None = None
+    revision_hint: Final[Revision | None]
     """`MCP-Protocol-Version` header of the HTTP request that carried or answered this message."""
-    crossed: bool = False
+    crossed: Final[bool]
     """The recording proves its sender wrote it before the peer's close of its stream reached the sender: a
     capture where its TCP acknowledgement does not cover the client's FIN, or it was captured after the
     client's RST (a TCP that has taken a RST has nothing left to send on). CROSSING and EXACT."""
 
+    def __init__(
+        self,
+        seq: int,
+        ts: float | None,
+        origin: Origin,
+        session_key: str,
+        direction: Direction,
+        message: Message,
+        stream: str | None = None,
+        revision_hint: Revision | None = None,
+        crossed: bool = False,
+    ) -> None:
+        self.seq, self.ts, self.origin, self.session_key = seq, ts, origin, session_key
+        self.direction, self.message, self.stream, self.revision_hint = direction, message, stream, revision_hint
+        self.crossed = crossed
 
-@record
+    def __reduce__(self) -> tuple[type[MessageEvent], tuple[Any, ...]]:
+        return MessageEvent, (
+            self.seq,
+            self.ts,
+            self.origin,
+            self.session_key,
+            self.direction,
+            self.message,
+            self.stream,
+            self.revision_hint,
+            self.crossed,
+        )
+
+
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class TransportEvent:
     """A transport fact (a stream opened, closed or reset; bytes; the recording's end), or a peer library's
     own end of a call for its caller (`GAVE_UP_BY_*`: in a peer's log, never on the wire)."""
 
-    seq: int
+    seq: Final[int]
     """Position in the source (the ordering key)."""
-    ts: float | None
+    ts: Final[float | None]
     """Epoch seconds (UTC), if the source has times."""
-    origin: Origin
+    origin: Final[Origin]
     """Where it was read (a frame, on captures)."""
-    session_key: str
+    session_key: Final[str]
     """Its session."""
-    kind: TransportKind
+    kind: Final[TransportKind]
     """What happened."""
-    stream: str | None = None
+    stream: Final[str | None]
     """HTTP exchange it concerns; None for session-level facts."""
-    detail: str = ""
+    detail: Final[str]
     """Short evidence text (e.g. the bytes written)."""
-    request_id: RequestId | None = None
+    request_id: Final[RequestId | None]
     """The request a `GAVE_UP_BY_*` fact ends for its caller; None for the others."""
+
+    def __init__(
+        self,
+        seq: int,
+        ts: float | None,
+        origin: Origin,
+        session_key: str,
+        kind: TransportKind,
+        stream: str | None = None,
+        detail: str = "",
+        request_id: RequestId | None = None,
+    ) -> None:
+        self.seq, self.ts, self.origin, self.session_key = seq, ts, origin, session_key
+        self.kind, self.stream, self.detail, self.request_id = kind, stream, detail, request_id
+
+    def __reduce__(self) -> tuple[type[TransportEvent], tuple[Any, ...]]:
+        return TransportEvent, (
+            self.seq,
+            self.ts,
+            self.origin,
+            self.session_key,
+            self.kind,
+            self.stream,
+            self.detail,
+            self.request_id,
+        )
 
 
 @record
