@@ -15,6 +15,7 @@ import os
 import shutil
 import sys
 import sysconfig
+import tempfile
 from pathlib import Path
 
 from setuptools import setup
@@ -95,11 +96,11 @@ def extensions() -> list[object]:
     # Not the project's [tool.mypy] (what it checks, and how strictly, is for the suite); third-party packages
     # absent from the build environment (all but pyproject's build requirements) are Any to mypyc.
     options = ["--ignore-missing-imports", "--config-file="]
-    built = list(mypycify([*options, *(path for paths, _ in groups for path in paths)], separate=groups, opt_level="3"))
-    for extension in built:
-        # mypyc compiles its C with -Werror; gcc's maybe-uninitialized is a known false positive on its generated
-        # code at -O3 (a value set on every path that reaches its use, through gotos gcc does not follow)
-        extension.extra_compile_args.append("-Wno-maybe-uninitialized")
+    # A fresh cache each build: separate groups make mypyc incremental, and rebuilding one group against another's
+    # cached IR takes a plain class there (model.events.Anomaly) for a native one, and the C does not compile.
+    with tempfile.TemporaryDirectory(prefix="cancelwire-mypyc-") as cache:
+        paths = [path for paths, _ in groups for path in paths]
+        built = list(mypycify([*options, f"--cache-dir={cache}", *paths], separate=groups, opt_level="3"))
     return built
 
 

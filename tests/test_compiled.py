@@ -147,3 +147,19 @@ def test_a_written_init_sets_every_field_it_declares() -> None:
             )
     assert not wrong
     assert len(classes) >= 20  # the test sees them
+
+
+@needs_build
+def test_a_reply_after_a_hold_of_no_time_is_judged_as_the_sources_judge_it(tmp_path: Path) -> None:
+    """mypyc 2.4.1 let go of a reference it had not taken on one path of `rebuild.finished._reply_after_hold`
+    (a reply to a call whose hold had ended, from a peer whose log has no times): the compiled audit crashed
+    where the sources judged (found by test_fuzz_cli with `--hold 0`). Both builds give one report."""
+    sample = ROOT / "sample_captures/stdio/handwritten-server-late-result-after-cancel.jsonl"
+    reports = []
+    for pure in (False, True):
+        out = tmp_path / f"pure-{pure}.json"
+        run = _run([*CLI, "audit", str(sample), "--hold", "0", "--format", "json", "-o", str(out)], pure=pure)
+        assert run.returncode == 1, run.stderr  # findings
+        reports.append(_report(out))
+    assert reports[0] == reports[1]
+    assert any(finding["rule"] for finding in reports[0]["findings"])

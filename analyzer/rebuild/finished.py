@@ -207,7 +207,10 @@ def _reply_after_hold(
         names_cancel=None,
         race_window=session.window_for(sender.other),
     )
-    gap = None if event.ts is None or cancel.entry.ts is None else event.ts - cancel.entry.ts
+    # the cancel's time read first, not inside the condition: there, mypyc 2.4.1 let go of `cancel.entry` on a path
+    # that never read it (a crash; gcc's maybe-uninitialized warning under mypyc's -Werror named it)
+    cancel_ts = cancel.entry.ts
+    gap = None if event.ts is None or cancel_ts is None else event.ts - cancel_ts
     after = f"{gap:.3f} s after its cancel" if gap is not None else "after its cancel"
     crossed = (
         ""
