@@ -2,11 +2,11 @@
 
 Every record of `events`, `timelines` and `findings` is a `record`, but the six built or read per message in
 compiled code (setup.py): `Origin`, `Message`, `MessageEvent`, `TransportEvent`, `TimelineEntry` and
-`RequestTimeline` spell out what `record` makes, as mypyc compiles it into a native class, whose fields compiled
-code reads directly: a slotted dataclass with `Final` fields (mypy rejects assigning one, and so does the run
-time), a written `__init__` (the dataclass's own would run interpreted) and a `__reduce__` that pickles it as
-(class, field values). `tests/test_compiled.py` checks each `__init__` sets every field. The package imports
-them all from `model`.
+`RequestTimeline` (and the readers' `SseEvent`) spell out what `record` makes, as mypyc compiles it into a
+native class, whose fields compiled code reads directly: a slotted dataclass with `Final` fields (mypy rejects
+assigning one, and so does the run time), a written `__init__` (the dataclass's own would run interpreted) and
+a `__reduce__` that pickles it as (class, field values). `tests/test_compiled.py` checks each `__init__` sets
+every field. The package imports them all from `model`.
 """
 
 from __future__ import annotations

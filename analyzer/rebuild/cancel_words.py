@@ -12,8 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 from enum import Enum
+from typing import Final
 
 from ..model import Certainty, Message, MessageKind, TimelineEntry, record
+
+# Read per message, so bound once: an enum member read off its class is an attribute look-up on Python 3.11
+_ERROR: Final = MessageKind.ERROR
+_RESULT: Final = MessageKind.RESULT
 
 #: The error code SDKs use for "request cancelled" (LSP's RequestCancelled, adopted by the MCP SDKs).
 REQUEST_CANCELLED_CODE = -32800
@@ -61,9 +66,9 @@ def tagged(entry: TimelineEntry, message: Message) -> tuple[TimelineEntry, Certa
 
 def says_cancelled(message: Message) -> SaidCancelled | None:
     """The reply's word that it answers a cancelled request, or None."""
-    if message.kind is MessageKind.ERROR:
+    if message.kind is _ERROR:
         return _error(message)
-    if message.kind is MessageKind.RESULT and message.payload.get("isError") is True:
+    if message.kind is _RESULT and message.payload.get("isError") is True:
         return _tool_error(message)
     return None
 

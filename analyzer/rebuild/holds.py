@@ -11,15 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
+from typing import Final
 
 from ..model import TimelineEntry, ToolEffect, Transport
 from .pending import PendingRequest, SessionState
+
+# Read per message, so bound once: an enum member read off its class is an attribute look-up on Python 3.11
+_STDIO: Final = Transport.STDIO
 
 
 def hold(session: SessionState, item: PendingRequest) -> None:
     """A cancelled request stays open: a late reply or a verifying read can still come."""
     session.held.setdefault(item.seq, item)
-    if session.start.transport is Transport.STDIO:
+    if session.start.transport is _STDIO:
         session.awaiting_proof.setdefault(item.requester, {})[item.seq] = item
     if item.tool is not None:
         session.awaiting_read[item.seq] = item
@@ -32,7 +36,7 @@ def settled(session: SessionState, item: PendingRequest) -> bool:
     which stay open for what the server may still write (bounded by open streams)."""
     if not item.replied:
         return False
-    if session.start.transport is Transport.STDIO:
+    if session.start.transport is _STDIO:
         return True
     return not item.held and (not item.sse or item.stream_ended)
 
@@ -48,7 +52,7 @@ def expired(session: SessionState, now: float, hold_seconds: float) -> Iterator[
             # nothing expires before the oldest does: look again only then (or a second from now)
             session.next_expiry_check = now + 1.0 if cancelled_at is None else cancelled_at + hold_seconds
             return
-        if session.start.transport is not Transport.STDIO and not item.stream_ended:
+        if session.start.transport is not _STDIO and not item.stream_ended:
             return  # an open HTTP stream is still watched (bounded by open connections)
         yield item
 

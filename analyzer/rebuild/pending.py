@@ -39,6 +39,12 @@ from .ordering import DEFAULT_RACE_WINDOWS, race_window, relate
 from .params import peer_info, tool_effect_from_annotations
 from .task_memory import MAX_TASKS, TaskTraffic
 
+# Read per message, so bound once: an enum member read off its class is an attribute look-up on Python 3.11
+_STDIO: Final = Transport.STDIO
+_CLIENT: Final = Side.CLIENT
+_OVERRIDDEN: Final = RevisionBasis.OVERRIDDEN
+_DECLARED: Final = RevisionBasis.DECLARED
+
 _Key = tuple[Side, RequestId]
 _NO_KINDS: Final[frozenset[EntryKind]] = frozenset()
 #: What a timeline cannot show when a response to its request was recorded but not read.
@@ -248,8 +254,8 @@ class SessionState:
     def revision_for(self, declared: Revision | None) -> tuple[Revision | None, RevisionBasis]:
         """The revision that judges one exchange: `--protocol`, else what the request declared itself
         (per request in 2026-07-28), else the session's."""
-        if declared and self.revision_basis is not RevisionBasis.OVERRIDDEN:
-            return declared, RevisionBasis.DECLARED
+        if declared and self.revision_basis is not _OVERRIDDEN:
+            return declared, _DECLARED
         return self.revision, self.revision_basis
 
     def facts_for(self, declared: Revision | None) -> revisions.RevisionFacts | None:
@@ -310,7 +316,7 @@ class SessionState:
         # (0.5 to 2 s for a Node or Python server), not the link.
         first = item.requester.other not in self.repliers
         self.repliers.add(item.requester.other)
-        if (first and self.start.transport is Transport.STDIO) or item.replied or item.held:
+        if (first and self.start.transport is _STDIO) or item.replied or item.held:
             return
         taken = ts - request_ts
         fastest = self.round_trips.get(item.requester)
@@ -330,7 +336,7 @@ class SessionState:
         self.requests += 1
         if item.stream is not None:
             self.streams.setdefault(item.stream, {})[key] = None
-            if item.requester is Side.CLIENT:
+            if item.requester is _CLIENT:
                 notes = self.stream_notes.get(item.stream)
                 if notes is None:
                     notes = self.stream_notes[item.stream] = StreamNotes()

@@ -31,6 +31,9 @@ from ..http.sse import DISPATCHED, SseEvent
 from ..inflate import DEFAULT_LIMITS
 from .sessions import Build, Exchange, Sessions, WaitsFor
 
+# Read per message, so bound once: an enum member read off its class is an attribute look-up on Python 3.11
+_S2C: Final = Direction.S2C
+
 MAX_HELD_PER_CONNECTION = 32 << 20
 """Response bytes held at once on one TCP connection (JSON bodies and SSE events not complete yet): two of
 the largest read. HTTP/2 multiplexes up to 1000 streams, each with a body or event up to 16 MiB; no real
@@ -87,12 +90,7 @@ class Bodies:
             if ex.request_unread and message.method is None:
                 continue  # a reply to the request we could not read (named in its body-too-large anomaly)
             self.messages += 1
-            if (
-                direction is Direction.S2C
-                and message.id is not None
-                and message.id == ex.request_id
-                and message.method is None
-            ):
+            if direction is _S2C and message.id is not None and message.id == ex.request_id and message.method is None:
                 ex.answered = True
             build = _message(ts, origin, direction, message, ex.id, revision, s.crossed)
             if sent is not None:
@@ -353,4 +351,5 @@ def _message(
     revision: Revision | None,
     crossed: bool,
 ) -> Build:
+
     return lambda seq, key: MessageEvent(seq, ts, origin, key, direction, message, stream, revision, crossed)

@@ -24,9 +24,9 @@ UTF-8 with replacement characters (the spec's decoding), so bad bytes never rais
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
-from ...model import RequestId, record
+from ...model import RequestId
 from ...model.jsonrpc import decode_text
 
 BOM: Final = b"\xef\xbb\xbf"
@@ -39,32 +39,64 @@ DISPATCHED: Final = "message"
 ones, which are `message`) and drop every other type, as `EventSource.onmessage` does."""
 
 
-@record
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class SseEvent:
-    """One event block (the lines up to and including a blank line); a `record`, built once per event."""
+    """One event block (the lines up to and including a blank line), built once per event: a `record` spelled
+    out, as `model.records` says, for mypyc to compile."""
 
-    start: int
+    start: Final[int]
     """Body offset of the block's first byte (after any blank lines before it)."""
-    end: int
+    end: Final[int]
     """Body offset just past the blank line's line ending that ended the block (past the `\\r` of a
     `\\r\\n`: the block is complete there, the `\\n` may never come)."""
-    event: str
+    event: Final[str]
     """The `event` field; "message" when absent or empty (what `EventSource` dispatches)."""
-    data: str | None
+    data: Final[str | None]
     """The joined `data` lines (joined with "\\n"); None when the block had no `data` field."""
-    id: str | None
+    id: Final[str | None]
     """This block's `id` field; None when absent (or when it contained NUL, which the spec ignores)."""
-    last_event_id: str
+    last_event_id: Final[str]
     """The running last event id after this block (persists across blocks, as in a browser)."""
-    retry: int | None
+    retry: Final[int | None]
     """This block's `retry` field in milliseconds, when it was all ASCII digits."""
-    comments: tuple[str, ...] = ()
+    comments: Final[tuple[str, ...]]
     """Comment lines (starting with `:`), without the colon."""
-    oversized: bool = False
+    oversized: Final[bool]
     """The block exceeded the size limit; its data was dropped (`data` is None)."""
-    dropped: bool = False
+    dropped: Final[bool]
     """Oversized because its content was forgotten on the caller's memory budget (`drop_pending`), which
     named it then, whatever its size."""
+
+    def __init__(
+        self,
+        start: int,
+        end: int,
+        event: str,
+        data: str | None,
+        id: str | None,
+        last_event_id: str,
+        retry: int | None,
+        comments: tuple[str, ...] = (),
+        oversized: bool = False,
+        dropped: bool = False,
+    ) -> None:
+        self.start, self.end, self.event, self.data = start, end, event, data
+        self.id, self.last_event_id, self.retry, self.comments = id, last_event_id, retry, comments
+        self.oversized, self.dropped = oversized, dropped
+
+    def __reduce__(self) -> tuple[type[SseEvent], tuple[Any, ...]]:
+        return SseEvent, (
+            self.start,
+            self.end,
+            self.event,
+            self.data,
+            self.id,
+            self.last_event_id,
+            self.retry,
+            self.comments,
+            self.oversized,
+            self.dropped,
+        )
 
     def undispatched(self, where: str) -> tuple[str, RequestId | None, str | None]:
         """What to say of this event's data when its type is not `DISPATCHED`, and the id and method of
