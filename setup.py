@@ -1,8 +1,9 @@
 """Build of cancelwire: the Python package, with its hot modules compiled by mypyc where it can.
 
 mypyc compiles the type-annotated sources as they are, no second language: the modules every recorded
-message passes through (capture and transcript readers, HTTP, reconstruction, judging) run 1.4-1.7x faster
-(docs/benchmark.md). Everything else is in pyproject.toml; this file only adds the extensions.
+message passes through (capture and transcript readers, HTTP, the per-message model records, reconstruction,
+judging) run 1.8x (a transcript) to 3.6x (a capture) faster (docs/benchmark.md). Everything else is in
+pyproject.toml; this file only adds the extensions.
 
 The package behaves the same compiled or not (tests/test_compiled.py compares both on every sample), so the
 build falls back to pure Python, saying why, when it cannot compile: CANCELWIRE_PURE=1 is set, or there is no
@@ -88,7 +89,7 @@ def compiled_paths(patterns: tuple[str, ...]) -> list[str]:
 def extensions() -> list[object]:
     reason = why_pure()
     if reason is not None:
-        print(f"cancelwire: building pure Python ({reason}): the same reports, 1.4-1.7x slower", file=sys.stderr)
+        print(f"cancelwire: building pure Python ({reason}): the same reports, 1.8-3.6x slower", file=sys.stderr)
         return []
     from mypyc.build import mypycify
 
