@@ -55,8 +55,9 @@ Endpoint = tuple[str, int]
 
 @dataclass(slots=True, init=False)
 class Delivered:
-    """`Final` fields and a written `__init__`, as `frames.Frame`: one is made per segment delivered (`acked`
-    is left out of comparisons, which a `Final` field cannot say to mypyc)."""
+    """`Final` fields and a written `__init__`, as `frames.Frame`: one is made per segment delivered. `acked` is
+    not `Final`: it is left out of comparisons (`field(compare=False)`), and mypyc takes a `Final` with a value
+    in the class body for a constant."""
 
     from_client: Final[bool]
     data: Final[bytes]
