@@ -9,8 +9,9 @@ import tracemalloc
 from cancelwire.model import EntryKind, Origin, SessionStart, Side, TimelineEntry, Transport, Vantage
 from cancelwire.rebuild.entrylog import EntryLog
 from cancelwire.rebuild.finished import FinishedRequests, TokenState
-from cancelwire.rebuild.pending import PendingRequest, SessionState
+from cancelwire.rebuild.pending import SessionState
 from cancelwire.rebuild.remembered import MAX_KINDS, Kind, KindMemory, Kinds, Memory
+from cancelwire.rebuild.request import PendingRequest
 
 KINDS = [Kind("tools/call", True, False), Kind("tools/call", False, False), Kind("sampling/createMessage", True, True)]
 

@@ -24,8 +24,9 @@ from cancelwire.model import (
 )
 from cancelwire.rebuild.entrylog import EntryLog
 from cancelwire.rebuild.finished import FinishedRequests, TokenState
-from cancelwire.rebuild.pending import PendingRequest, SessionState
+from cancelwire.rebuild.pending import SessionState
 from cancelwire.rebuild.remembered import Memory
+from cancelwire.rebuild.request import PendingRequest
 
 
 def _entry(seq: int, kind: EntryKind = EntryKind.PROGRESS, relation: Relation | None = None) -> TimelineEntry:

@@ -22,7 +22,8 @@ from ..model import (
 )
 from . import holds
 from .finished import FinishedRequests
-from .pending import PendingRequest, SessionState
+from .pending import SessionState
+from .request import PendingRequest
 
 
 def stray_cancel(

@@ -35,8 +35,9 @@ from ..model import (
     TimelineEntry,
 )
 from .ordering import relate
-from .pending import PendingRequest, SessionState
+from .pending import SessionState
 from .remembered import KindMemory, Kinds, Memory
+from .request import PendingRequest
 
 
 class Tombstone(NamedTuple):

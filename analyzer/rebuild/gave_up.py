@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from typing import Final
 
 from ..model import Anomaly, AnomalyName, EntryKind, Side, TimelineEntry, TransportEvent, TransportKind, Vantage
-from .pending import PendingRequest, SessionState
+from .pending import SessionState
+from .request import PendingRequest
 
 REQUESTER: Final = {TransportKind.GAVE_UP_BY_CLIENT: Side.CLIENT, TransportKind.GAVE_UP_BY_SERVER: Side.SERVER}
 _OWN_LOG: Final = {Side.CLIENT: Vantage.CLIENT, Side.SERVER: Vantage.SERVER}

@@ -14,7 +14,8 @@ from dataclasses import replace
 from typing import Final
 
 from ..model import TimelineEntry, ToolEffect, Transport
-from .pending import PendingRequest, SessionState
+from .pending import SessionState
+from .request import PendingRequest
 
 # Read per message, so bound once: an enum member read off its class is an attribute look-up on Python 3.11
 _STDIO: Final = Transport.STDIO

@@ -16,7 +16,6 @@ from typing import Any, Final
 from ..model import (
     Anomaly,
     AnomalyName,
-    CancelInfo,
     Certainty,
     EntryKind,
     MessageEvent,
@@ -34,9 +33,10 @@ from ..model import (
     revisions,
 )
 from ..model.jsonrpc import json_kind
-from .entrylog import EntryLog, StreamCount
+from .entrylog import StreamCount
 from .ordering import DEFAULT_RACE_WINDOWS, race_window, relate
 from .params import peer_info, tool_effect_from_annotations
+from .request import PendingRequest, RequestKey
 from .task_memory import MAX_TASKS, TaskTraffic
 
 # Read per message, so bound once: an enum member read off its class is an attribute look-up on Python 3.11
@@ -45,8 +45,6 @@ _CLIENT: Final = Side.CLIENT
 _OVERRIDDEN: Final = RevisionBasis.OVERRIDDEN
 _DECLARED: Final = RevisionBasis.DECLARED
 
-_Key = tuple[Side, RequestId]
-_NO_KINDS: Final[frozenset[EntryKind]] = frozenset()
 #: What a timeline cannot show when a response to its request was recorded but not read.
 _REPLIES: Final = frozenset({EntryKind.RESULT, EntryKind.ERROR_RESULT})
 #: ... when the server→client direction of its exchange is no longer read.
@@ -58,83 +56,6 @@ _BASIS_RANK: Final = {
     RevisionBasis.NEGOTIATED: 2,
     RevisionBasis.OVERRIDDEN: 3,
 }
-
-
-@dataclass(slots=True, init=False)
-class PendingRequest:
-    """An open request: what its timeline will say, and what it still waits for. Its `__init__` is written
-    out: mypyc compiles a written one, where the dataclass's own runs interpreted (one per request)."""
-
-    requester: Final[Side]
-    request_id: Final[RequestId]
-    method: Final[str]
-    seq: Final[int]
-    """Position of the request itself."""
-    tool: Final[str | None]
-    """Tool name of a `tools/call`, else None."""
-    progress_token: Final[str | int | None]
-    is_task: Final[bool]
-    """Task-augmented (`params.task`): its progress may go on after its CreateTaskResult."""
-    stream: Final[str | None]
-    """HTTP exchange that carried it; None on stdio."""
-    declared_revision: Final[Revision | None]
-    """Revision the request declared itself (`_meta` in 2026-07-28, or its HTTP version header)."""
-    log: Final[EntryLog]
-    cancel: CancelInfo | None
-    replied: bool
-    sse: bool
-    """Its reply comes on an SSE stream, which should end after the reply."""
-    stream_ended: bool
-    disconnected: bool
-    unposted_close: TransportEvent | None
-    """The client's close of its stream before the reply, where a disconnect is no cancel (2025-03-26 to
-    2025-11-25), while no notifications/cancelled for it has followed (`cancels.unmatched_mechanism`)."""
-    unclosed_post: MessageEvent | None
-    """A notifications/cancelled POSTed for it where closing its stream is the cancel (2026-07-28), while
-    the client has not closed its stream (`cancels.unmatched_mechanism`)."""
-    proof_seq: int | None
-    """Seq from which the receiver provably had read the cancel (stdio ordering proof)."""
-    last_progress: float | None
-    verified_by: TimelineEntry | None
-    gave_up: TimelineEntry | None
-    """Where the requester's own library ended the call for its caller (`gave_up`), if it did."""
-    reply_unread: frozenset[EntryKind]
-    """What its timeline cannot show while no reply was read: a response recorded but not read
-    (`Anomaly.reply_unread`) hides its reply; the direction its replies come on no longer read
-    (`TransportKind.REPLIES_UNREAD`) hides the server's end of its stream too."""
-    window: float | None
-    """The race window its entries after the cancel are judged with, fixed at the first of them."""
-
-    def __init__(
-        self,
-        *,
-        requester: Side,
-        request_id: RequestId,
-        method: str,
-        seq: int,
-        tool: str | None,
-        progress_token: str | int | None,
-        is_task: bool,
-        stream: str | None,
-        declared_revision: Revision | None,
-        log: EntryLog,
-    ) -> None:
-        self.requester, self.request_id, self.method, self.seq = requester, request_id, method, seq
-        self.tool, self.progress_token, self.is_task, self.stream = tool, progress_token, is_task, stream
-        self.declared_revision, self.log = declared_revision, log
-        self.cancel, self.replied, self.sse, self.stream_ended, self.disconnected = None, False, False, False, False
-        self.unposted_close = self.unclosed_post = None
-        self.proof_seq = self.last_progress = self.verified_by = self.gave_up = None
-        self.reply_unread, self.window = _NO_KINDS, None
-
-    @property
-    def key(self) -> _Key:
-        return (self.requester, self.request_id)
-
-    @property
-    def held(self) -> bool:
-        """Kept open past its reply: late messages and verifying reads still matter."""
-        return self.cancel is not None or self.disconnected
 
 
 @dataclass(slots=True)
@@ -208,9 +129,9 @@ class SessionState:
     server_info: Mapping[str, Any] | None = None
     tool_effects: dict[str, ToolEffect] = field(default_factory=dict)
     """Tool name -> what its annotations say, least recently listed first (bounded by `max_tools`)."""
-    open: dict[_Key, PendingRequest] = field(default_factory=dict)
-    tokens: dict[str | int, _Key] = field(default_factory=dict)
-    streams: dict[str, dict[_Key, None]] = field(default_factory=dict)
+    open: dict[RequestKey, PendingRequest] = field(default_factory=dict)
+    tokens: dict[str | int, RequestKey] = field(default_factory=dict)
+    streams: dict[str, dict[RequestKey, None]] = field(default_factory=dict)
     """Per HTTP stream, the requests open on it, in request order (a dict: removing one costs one look-up)."""
     stream_notes: dict[str, StreamNotes] = field(default_factory=dict)
     """Per stream with a client request open on it: where the server's messages on it go."""

@@ -17,7 +17,8 @@ from . import task_traffic
 from .entrylog import message_entry
 from .finished import FinishedRequests
 from .params import valid_token
-from .pending import PendingRequest, SessionState
+from .pending import SessionState
+from .request import PendingRequest
 
 _NUMBERS: Final = (int, float)
 _PROGRESS: Final = EntryKind.PROGRESS

@@ -54,7 +54,8 @@ from .cancel_words import tagged
 from .entrylog import EntryLog, message_entry, reply_entry
 from .finished import FinishedRequests
 from .params import declared_revision_of, peer_info, progress_token_of, tool_of, valid_token
-from .pending import PendingRequest, SessionState
+from .pending import SessionState
+from .request import PendingRequest
 
 DEFAULT_MAX_OPEN = 10_000
 # Read per message, so bound once: on Python 3.11 reading an enum member off its class (`Side.CLIENT`)

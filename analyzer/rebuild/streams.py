@@ -23,7 +23,8 @@ from ..model import EntryKind, MessageEvent, Side, TimelineEntry, TransportEvent
 from . import cancels, holds
 from .entrylog import message_entry
 from .ordering import steady
-from .pending import PendingRequest, SessionState, StreamNotes
+from .pending import SessionState, StreamNotes
+from .request import PendingRequest
 
 _TRANSPORT_ENTRY: Final[Mapping[TransportKind, tuple[EntryKind, Side | None]]] = {
     TransportKind.STREAM_OPENED: (EntryKind.STREAM_OPENED, Side.SERVER),

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ..model import Anomaly, AnomalyName, Message, MessageEvent, MessageKind, RequestId, Side, revisions
-from .pending import PendingRequest, SessionState
+from .pending import SessionState
+from .request import PendingRequest
 from .task_memory import Expected, TaskToken, TaskTraffic
 
 TAG: Final = "io.modelcontextprotocol/related-task"

@@ -39,7 +39,8 @@ from ..model import (
 from ..model.jsonrpc import INVALID_PARAMS, error_status
 from . import holds
 from .entrylog import message_entry
-from .pending import PendingRequest, SessionState, SessionTasks, TaskState
+from .pending import SessionState, SessionTasks, TaskState
+from .request import PendingRequest
 from .task_memory import MAX_TASKS
 
 FINAL: Final = frozenset({"completed", "failed", "cancelled"})
